@@ -1,0 +1,16 @@
+//! One module per subcommand; [`run`] dispatches and returns the exit code.
+
+pub mod gate;
+pub mod profile;
+
+use anyhow::Result;
+
+use crate::cli::{Cli, Command};
+
+/// Runs the command line; `Ok` carries the exit code of a completed command.
+pub fn run(cli: Cli) -> Result<i32> {
+    match cli.command {
+        Command::Gate(args) => gate::run(args),
+        Command::Profile(args) => profile::run(args),
+    }
+}

@@ -1,0 +1,898 @@
+//! `vouch gate`: the clean-room verification of a change, base..head.
+//!
+//! The flow, top to bottom in [`run`]: resolve the revisions and the profile ([`prepare`]); classify the changed
+//! paths and apply the scope and test-presence rules; check every tool before running anything; run the
+//! profile's steps in a clean room at head (format, vet and lint side by side, the rest in order); for a test
+//! step, compare exit status with parsed per-test results, and only when tests fail, get the baseline at base
+//! (cached by base tree) and rerun the failures alone to spot flaky ones. The verdict and its reasons are
+//! assembled at the end; [`judge`] holds the pure rules.
+
+pub mod baseline;
+pub mod judge;
+pub mod profile;
+pub mod report;
+pub mod split;
+pub mod steps;
+pub mod testresults;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::Claim;
+use crate::error::VouchError;
+use crate::gate::profile::{Classifier, PathClass, Profile, Step, StepKind, REPO_PROFILE};
+use crate::gate::report::{ChangedFile, ProfileInfo, Report, Rev, Tests, Verdict};
+use crate::gate::steps::{human, plural, StepEnv, StepRun, StepStatus};
+use crate::gate::testresults::{Runner, TestResult};
+use crate::git::ChangeKind;
+use crate::room::{Placement, Room};
+use crate::ui::Ui;
+
+/// What the user asked of the gate.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub repo: PathBuf,
+    pub base: Option<String>,
+    pub head: String,
+    pub profile: Option<String>,
+    pub claimed: Option<Claim>,
+    pub keep: bool,
+    pub strict_baseline: bool,
+    pub no_flaky: bool,
+    pub reruns: u32,
+    pub allow_no_tests: bool,
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
+    pub no_baseline: bool,
+    pub refresh_baseline: bool,
+    pub no_bite: bool,
+    pub fresh_rooms: bool,
+    /// Where `--keep` puts rooms (`workspaces/` of the current directory by default).
+    pub workspaces: PathBuf,
+    /// The cache root (`$VOUCH_CACHE`, else the user cache dir).
+    pub cache: PathBuf,
+}
+
+impl Options {
+    /// Options with defaults for a repository (used by tests and by `vouch run`).
+    pub fn for_repo(repo: &Path) -> Options {
+        Options {
+            repo: repo.to_path_buf(),
+            base: None,
+            head: "HEAD".into(),
+            profile: None,
+            claimed: None,
+            keep: false,
+            strict_baseline: false,
+            no_flaky: false,
+            reruns: 1,
+            allow_no_tests: false,
+            allow: Vec::new(),
+            deny: Vec::new(),
+            no_baseline: false,
+            refresh_baseline: false,
+            no_bite: false,
+            fresh_rooms: false,
+            workspaces: PathBuf::from("workspaces"),
+            cache: default_cache_dir(),
+        }
+    }
+}
+
+/// `$VOUCH_CACHE`, else `<user cache dir>/vouch`, else a directory under the system temp dir.
+pub fn default_cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("VOUCH_CACHE").filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    dirs::cache_dir()
+        .map(|d| d.join("vouch"))
+        .unwrap_or_else(|| std::env::temp_dir().join("vouch-cache"))
+}
+
+/// Everything decided before any step runs.
+pub struct Prepared {
+    pub objects: PathBuf,
+    pub repo_key: String,
+    pub base: Rev,
+    pub head: Rev,
+    pub base_tree: String,
+    pub profile: Profile,
+    pub profile_source: String,
+    pub changes: Vec<ChangedFile>,
+    pub claimed: Option<Claim>,
+    pub notes: Vec<String>,
+    /// The head tree has files the profile calls tests.
+    pub tree_has_tests: bool,
+}
+
+/// Resolves revisions and the profile, and classifies the change. Reads the repository only.
+pub fn prepare(opts: &Options) -> Result<Prepared> {
+    let repo = crate::git::open(&opts.repo)?;
+    let head = crate::git::resolve(&repo, &opts.head)?;
+    let (base, base_label) = match &opts.base {
+        Some(rev) => (crate::git::resolve(&repo, rev)?, rev.clone()),
+        None => {
+            let (base, branch) = crate::git::default_base(&repo, head)?;
+            (base, format!("merge-base with {branch}"))
+        }
+    };
+    if base == head {
+        return Err(VouchError::usage_hint(
+            format!("base and head are the same commit ({head}): there is no change to judge"),
+            "pass --base REV for the commit the change starts from, or --head for the change",
+        )
+        .into());
+    }
+    let mut notes = Vec::new();
+    let base_paths = crate::git::tree_paths(&repo, base)?;
+    let head_paths = crate::git::tree_paths(&repo, head)?;
+    let (profile, profile_source) = match &opts.profile {
+        Some(arg) => (Profile::from_arg(arg)?, format!("--profile {arg}")),
+        None => match crate::git::file_text(&repo, base, REPO_PROFILE) {
+            Some(text) => (
+                Profile::from_toml(&text, &format!("{REPO_PROFILE} at base"))?,
+                format!("{REPO_PROFILE} at base"),
+            ),
+            None => {
+                let roots = |paths: &[String]| -> Vec<String> {
+                    paths.iter().filter(|p| !p.contains('/')).cloned().collect()
+                };
+                let detected = Profile::detect(&roots(&base_paths))
+                    .or_else(|| Profile::detect(&roots(&head_paths)))
+                    .ok_or_else(|| {
+                        VouchError::usage_hint(
+                            "cannot tell what kind of project this is (no Cargo.toml, go.mod, pyproject.toml, setup.cfg, setup.py or package.json at the root)",
+                            format!("pass --profile with a preset (rust, go, python, node) or a profile file, or commit one as {REPO_PROFILE}"),
+                        )
+                    })?;
+                let marker = detected.detect.join(" / ");
+                let source = format!("detected from {marker}");
+                (detected, source)
+            }
+        },
+    };
+    let changes = crate::git::changes(&repo, base, head)?;
+    if changes.iter().any(|c| c.path == REPO_PROFILE) && opts.profile.is_none() {
+        notes.push(format!(
+            "the change edits {REPO_PROFILE}; it was judged with the profile as of base"
+        ));
+    }
+    let classifier = Classifier::new(&profile.paths, &opts.allow, &opts.deny)?;
+    let mut files = Vec::new();
+    for c in &changes {
+        let mut class = classifier.classify(&c.path);
+        let mut detail = None;
+        if class == PathClass::Production && c.kind == ChangeKind::Modified {
+            if let Some(finder) = split::regions_for(&c.path) {
+                let old = crate::git::file_text(&repo, base, &c.path);
+                let new = crate::git::file_text(&repo, head, &c.path);
+                if let (Some(old), Some(new)) = (old, new) {
+                    match split::split(finder, &old, &new) {
+                        Some(s) if s.test_changed && !s.production_changed => {
+                            class = PathClass::Test;
+                            detail = Some(s.summary);
+                        }
+                        Some(s) if s.test_changed => detail = Some(s.summary),
+                        Some(_) => {}
+                        None => detail = Some("could not be parsed: treated as production".into()),
+                    }
+                }
+            }
+        } else if class == PathClass::Production && c.kind == ChangeKind::Added {
+            if let (Some(finder), Some(new)) = (
+                split::regions_for(&c.path),
+                crate::git::file_text(&repo, head, &c.path),
+            ) {
+                if let Some(s) = split::split(finder, "", &new) {
+                    if s.test_changed && !s.production_changed {
+                        class = PathClass::Test;
+                    }
+                    if s.test_changed {
+                        detail = Some(s.summary);
+                    }
+                }
+            }
+        }
+        files.push(ChangedFile {
+            path: c.path.clone(),
+            class,
+            change: c.kind.clone(),
+            detail,
+        });
+    }
+    let tree_has_tests = head_paths.iter().any(|p| classifier.is_test(p));
+    let claimed = match opts.claimed {
+        Some(c) => Some(c),
+        None => {
+            let msg = crate::git::message(&repo, head)?;
+            match crate::git::trailer(&msg, "Agent-Verdict") {
+                Some(v) if v.eq_ignore_ascii_case("GO") => Some(Claim::Go),
+                Some(v) if v.eq_ignore_ascii_case("NO-GO") || v.eq_ignore_ascii_case("NOGO") => {
+                    Some(Claim::NoGo)
+                }
+                Some(v) => {
+                    notes.push(format!(
+                        "ignored Agent-Verdict trailer `{v}` (expected GO or NO-GO)"
+                    ));
+                    None
+                }
+                None => None,
+            }
+        }
+    };
+    let objects = crate::git::objects_dir(&repo);
+    let repo_key = {
+        let canon = repo
+            .commondir()
+            .canonicalize()
+            .unwrap_or_else(|_| repo.commondir().to_path_buf());
+        let mut h = Sha256::new();
+        h.update(canon.to_string_lossy().as_bytes());
+        hex::encode(&h.finalize()[..8])
+    };
+    Ok(Prepared {
+        objects,
+        repo_key,
+        base: Rev {
+            rev: base_label,
+            sha: base.to_string(),
+        },
+        head: Rev {
+            rev: opts.head.clone(),
+            sha: head.to_string(),
+        },
+        base_tree: crate::git::tree_id(&repo, base)?.to_string(),
+        profile,
+        profile_source,
+        changes: files,
+        claimed,
+        notes,
+        tree_has_tests,
+    })
+}
+
+/// The places a gate run uses for one role (head, base, bite).
+struct Places {
+    room: Placement,
+    cache: PathBuf,
+    logs: PathBuf,
+}
+
+fn places(opts: &Options, prep: &Prepared, role: &str) -> Result<Places> {
+    let short = &prep.head.sha[..12];
+    let repo_dir = opts.cache.join("rooms").join(&prep.repo_key);
+    let (room, logs) = if opts.keep {
+        let dir = opts.workspaces.join(format!("gate-{short}"));
+        (Placement::Kept(dir.join(role)), dir.join("logs").join(role))
+    } else if opts.fresh_rooms {
+        (
+            Placement::Temp,
+            opts.cache
+                .join("logs")
+                .join(&prep.repo_key)
+                .join(short)
+                .join(role),
+        )
+    } else {
+        (
+            Placement::Cached(repo_dir.join(role)),
+            opts.cache
+                .join("logs")
+                .join(&prep.repo_key)
+                .join(short)
+                .join(role),
+        )
+    };
+    let cache = repo_dir.join(format!("{role}.cache"));
+    std::fs::create_dir_all(&cache).with_context(|| format!("create {}", cache.display()))?;
+    if logs.exists() {
+        let _ = std::fs::remove_dir_all(&logs);
+    }
+    std::fs::create_dir_all(&logs).with_context(|| format!("create {}", logs.display()))?;
+    Ok(Places { room, cache, logs })
+}
+
+async fn open_room(prep: &Prepared, sha: &str, placement: Placement) -> Result<Room> {
+    let objects = prep.objects.clone();
+    let oid = git2::Oid::from_str(sha)?;
+    let preserve = prep.profile.room.preserve.clone();
+    tokio::task::spawn_blocking(move || Room::open(&objects, oid, placement, &preserve))
+        .await
+        .context("room task")?
+}
+
+fn step_env(prep: &Prepared, room: &Room, places: &Places) -> StepEnv {
+    StepEnv {
+        room: room.dir().to_path_buf(),
+        cache: places.cache.clone(),
+        logs: places.logs.clone(),
+        profile_env: prep.profile.env.clone(),
+    }
+}
+
+/// Runs the gate. `Err` is for usage and infrastructure errors (exit 2 and 3); a failing change is `Ok` with
+/// verdict `fail`.
+pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<Report> {
+    let started = Instant::now();
+    let prep = {
+        let opts = opts.clone();
+        tokio::task::spawn_blocking(move || prepare(&opts))
+            .await
+            .context("prepare task")??
+    };
+    ui.line(&format!(
+        "vouch gate: {}..{} ({} profile, {})",
+        &prep.base.sha[..12],
+        &prep.head.sha[..12],
+        prep.profile.name,
+        prep.profile_source
+    ));
+    let mut reasons = Vec::new();
+    let mut notes = prep.notes.clone();
+    rule_checks(opts, &prep, &mut reasons);
+
+    let head_places = places(opts, &prep, "head")?;
+    let pb = ui.start("preparing the clean room at head");
+    let head_room = open_room(&prep, &prep.head.sha, head_places.room.clone()).await?;
+    ui.done(
+        pb,
+        &format!("  room     head at {}", head_room.dir().display()),
+    );
+    let env = step_env(&prep, &head_room, &head_places);
+
+    // Every tool first: a missing required tool is an error before anything runs.
+    let mut skip_notes: Vec<Option<String>> = Vec::new();
+    for step in &prep.profile.steps {
+        if steps::not_applicable(step, head_room.dir()).is_some() {
+            skip_notes.push(None);
+            continue;
+        }
+        match steps::missing_tool(step, &env, cancel).await {
+            None => skip_notes.push(None),
+            Some(why) if step.required => {
+                return Err(VouchError::infra_hint(
+                    format!("step `{}` cannot run: {why}", step.name),
+                    step.install.clone().unwrap_or_else(|| {
+                        "install the tool, or mark the step `required = false` in the profile"
+                            .into()
+                    }),
+                )
+                .into())
+            }
+            Some(why) => {
+                let hint = step
+                    .install
+                    .as_deref()
+                    .map(|h| format!(" (to run it: {h})"))
+                    .unwrap_or_default();
+                skip_notes.push(Some(format!("skipped: {why}{hint}")));
+            }
+        }
+    }
+
+    let mut gate = GateRun {
+        opts,
+        prep: &prep,
+        ui,
+        cancel,
+        baseline: None,
+        tests: Tests {
+            baseline: "not-needed".into(),
+            ..Tests::default()
+        },
+        reasons: Vec::new(),
+        notes: Vec::new(),
+    };
+    let mut reports = Vec::new();
+    let all: Vec<(usize, &Step)> = prep.profile.steps.iter().enumerate().collect();
+    let mut i = 0;
+    while i < all.len() {
+        let mut group = vec![all[i]];
+        while all[i].1.kind.parallel() && i + 1 < all.len() && all[i + 1].1.kind.parallel() {
+            i += 1;
+            group.push(all[i]);
+        }
+        i += 1;
+        let futs = group.iter().map(|(idx, step)| {
+            let skip = skip_notes[*idx].clone();
+            let env = &env;
+            let room = &head_room;
+            let objects = &prep.objects;
+            async move {
+                if let Some(note) = skip {
+                    let mut run = steps::run_step_skipped(step, env, note);
+                    run.report.status = StepStatus::Skipped;
+                    return Ok::<_, anyhow::Error>(run);
+                }
+                let pb = ui.start(&format!("{} ({:?})", step.name, step.kind).to_lowercase());
+                let run = steps::run_step(step, env, room, objects, cancel).await?;
+                ui.done(pb, &step_line(&run));
+                Ok(run)
+            }
+        });
+        let runs = futures::future::join_all(futs).await;
+        for ((_, step), run) in group.iter().zip(runs) {
+            let mut run = run?;
+            if cancel.is_cancelled() {
+                return Err(VouchError::Interrupted.into());
+            }
+            if step.kind == StepKind::Test && run.report.status != StepStatus::Skipped {
+                gate.judge_tests(step, &env, &mut run).await?;
+                if cancel.is_cancelled() {
+                    return Err(VouchError::Interrupted.into());
+                }
+            }
+            if run.report.status == StepStatus::Skipped {
+                ui.line(&step_line(&run));
+            }
+            reports.push(run.report);
+        }
+    }
+    reasons.append(&mut gate.reasons);
+    notes.append(&mut gate.notes);
+    for st in &reports {
+        if st.status.is_bad() && st.kind != StepKind::Test {
+            let mut r = format!(
+                "step `{}` ({}) {}",
+                st.name,
+                format!("{:?}", st.kind).to_lowercase(),
+                match st.status {
+                    StepStatus::Timeout => "timed out".to_owned(),
+                    StepStatus::Error => "could not run".to_owned(),
+                    _ => match st.exit_code {
+                        Some(c) => format!("failed (exit {c})"),
+                        None => "failed".to_owned(),
+                    },
+                }
+            );
+            if let Some(note) = &st.note {
+                r.push_str(": ");
+                r.push_str(note);
+            } else if let Some(line) = first_error_line(&st.log_tail) {
+                r.push_str(": ");
+                r.push_str(&line);
+            }
+            reasons.push(r);
+        }
+    }
+    let tests = gate.tests;
+    let bite = if opts.no_bite || !prep.profile.bite.enabled {
+        serde_json::json!({"status": "skipped", "reasons": ["the bite check was turned off"]})
+    } else {
+        serde_json::json!({"status": "not-run"})
+    };
+    let verdict = if reports.iter().any(|s| s.status == StepStatus::Error) {
+        Verdict::Error
+    } else if !reasons.is_empty() {
+        Verdict::Fail
+    } else {
+        Verdict::Pass
+    };
+    let logs = head_places
+        .logs
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    drop(head_room);
+    Ok(Report {
+        verdict,
+        range: format!("{}..{}", prep.base.sha, prep.head.sha),
+        base: prep.base.clone(),
+        head: prep.head.clone(),
+        profile: ProfileInfo {
+            name: prep.profile.name.clone(),
+            source: prep.profile_source.clone(),
+        },
+        claimed: prep.claimed,
+        claim: Report::claim_outcome(prep.claimed, verdict),
+        changes: prep.changes.clone(),
+        steps: reports,
+        tests,
+        bite,
+        reasons,
+        notes,
+        duration_ms: started.elapsed().as_millis() as u64,
+        logs,
+    })
+}
+
+/// Scope (allow/deny) and test presence.
+fn rule_checks(opts: &Options, prep: &Prepared, reasons: &mut Vec<String>) {
+    let classifier = match Classifier::new(&prep.profile.paths, &opts.allow, &opts.deny) {
+        Ok(c) => c,
+        Err(_) => return,
+    };
+    let outside: Vec<&str> = prep
+        .changes
+        .iter()
+        .filter(|c| !classifier.allow.is_empty() && !classifier.allow.is_match(&c.path))
+        .map(|c| c.path.as_str())
+        .collect();
+    if !outside.is_empty() {
+        reasons.push(format!(
+            "out of scope: the change touches {} outside the allowed paths: {}",
+            plural(outside.len(), "file"),
+            outside.join(", ")
+        ));
+    }
+    let denied: Vec<&str> = prep
+        .changes
+        .iter()
+        .filter(|c| classifier.deny.is_match(&c.path))
+        .map(|c| c.path.as_str())
+        .collect();
+    if !denied.is_empty() {
+        reasons.push(format!(
+            "out of scope: the change touches denied paths: {}",
+            denied.join(", ")
+        ));
+    }
+    let production: Vec<&str> = prep
+        .changes
+        .iter()
+        .filter(|c| c.class == PathClass::Production)
+        .map(|c| c.path.as_str())
+        .collect();
+    let tests_changed = prep.changes.iter().any(|c| {
+        c.class == PathClass::Test || c.detail.as_deref().is_some_and(|d| d.contains("test"))
+    });
+    if !production.is_empty() && !tests_changed && !opts.allow_no_tests {
+        reasons.push(format!(
+            "no tests changed: the change touches production code ({}) but no tests (pass --allow-no-tests if that is intended)",
+            production.join(", ")
+        ));
+    }
+}
+
+fn step_line(run: &StepRun) -> String {
+    let r = &run.report;
+    let mut line = format!(
+        "  {:<8} {:<16} {:>7}",
+        report::status_word(r.status),
+        r.name,
+        human(std::time::Duration::from_millis(r.duration_ms))
+    );
+    if let Some(t) = &r.tests {
+        line.push_str(&format!(
+            "  {} passed, {} failed, {} skipped",
+            t.passed, t.failed, t.skipped
+        ));
+    }
+    if let Some(note) = &r.note {
+        line.push_str(&format!("  ({note})"));
+    }
+    line
+}
+
+fn first_error_line(tail: &str) -> Option<String> {
+    let lines: Vec<&str> = tail.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines
+        .iter()
+        .find(|l| {
+            let l = l.to_lowercase();
+            l.contains("error")
+                || l.contains("diff in")
+                || l.contains("would reformat")
+                || l.contains("fail")
+        })
+        .or(lines.last())
+        .map(|l| l.trim().chars().take(300).collect())
+}
+
+/// State of one gate run while test steps are judged.
+struct GateRun<'a> {
+    opts: &'a Options,
+    prep: &'a Prepared,
+    ui: &'a Ui,
+    cancel: &'a CancellationToken,
+    /// The baseline, fetched at most once: None until needed; Some(None) when there is no usable one.
+    baseline: Option<Option<Vec<TestResult>>>,
+    tests: Tests,
+    reasons: Vec<String>,
+    notes: Vec<String>,
+}
+
+impl GateRun<'_> {
+    /// Decides a test step's status from its exit code, its parsed results, the baseline and reruns.
+    async fn judge_tests(&mut self, step: &Step, env: &StepEnv, run: &mut StepRun) -> Result<()> {
+        let Some(outcome) = run.outcome.clone() else {
+            return Ok(());
+        };
+        let runner = step.runner();
+        if runner == Runner::Generic {
+            if !outcome.success() {
+                self.reasons.push(format!(
+                    "step `{}` (test) failed{}; it has no per-test results, so it cannot be compared with base",
+                    step.name,
+                    outcome.exit_code.map(|c| format!(" (exit {c})")).unwrap_or_default()
+                ));
+            }
+            return Ok(());
+        }
+        if outcome.timed_out {
+            self.reasons.push(format!(
+                "step `{}` (test) timed out after {}; its process group was killed{}",
+                step.name,
+                human(step.timeout()?),
+                running_at_timeout(&run.results)
+            ));
+            run.report.status = StepStatus::Timeout;
+            return Ok(());
+        }
+        let tests_exist = self.prep.tree_has_tests
+            || (runner == Runner::Cargo && has_inline_rust_tests(&env.room));
+        if let Some(m) = judge::exit_mismatch(outcome.exit_code, &run.results, tests_exist) {
+            self.reasons.push(format!("step `{}`: {m}", step.name));
+            run.report.status = StepStatus::Fail;
+            run.report.note = Some(m);
+            return Ok(());
+        }
+        let failing = judge::failing(&run.results);
+        if failing.is_empty() {
+            if !outcome.success() {
+                // Nothing parsed and a non-zero exit: the run broke before any test (build or collection).
+                let tail = first_error_line(&run.report.log_tail).unwrap_or_default();
+                self.reasons.push(format!(
+                    "step `{}` (test) failed with exit {} before any test ran: {tail}",
+                    step.name,
+                    outcome.exit_code.map_or("signal".into(), |c| c.to_string())
+                ));
+                run.report.status = StepStatus::Fail;
+            }
+            return Ok(());
+        }
+        let base = self.baseline(step).await?;
+        let split = judge::split_by_baseline(&failing, base.as_deref());
+        let mut flaky = BTreeSet::new();
+        if !split.candidates.is_empty() && self.opts.reruns > 0 {
+            let ids: Vec<String> = split.candidates.iter().cloned().collect();
+            if let Some(cmds) = testresults::select_argv(runner, &step.raw_argv(), &ids) {
+                let pb = self.ui.start(&format!(
+                    "rerunning {} alone",
+                    plural(ids.len(), "failed test")
+                ));
+                let mut wanted = split.candidates.clone();
+                for attempt in 0..self.opts.reruns {
+                    let (results, _) = steps::run_selection(
+                        step,
+                        env,
+                        &cmds,
+                        &format!("rerun{attempt}-"),
+                        step.timeout()?,
+                        self.cancel,
+                    )
+                    .await?;
+                    let passed = judge::passed_on_rerun(&wanted, &results);
+                    wanted.retain(|id| !passed.contains(id));
+                    flaky.extend(passed);
+                    if wanted.is_empty() {
+                        break;
+                    }
+                }
+                self.ui.done(
+                    pb,
+                    &format!(
+                        "  rerun    {} flaky of {}",
+                        flaky.len(),
+                        plural(ids.len(), "failed test")
+                    ),
+                );
+            }
+        }
+        let j = judge::judge(
+            &split,
+            &flaky,
+            self.opts.strict_baseline,
+            self.opts.no_flaky,
+        );
+        let messages = |ids: &[String]| -> String {
+            ids.iter()
+                .map(|id| {
+                    let msg = run
+                        .results
+                        .iter()
+                        .find(|r| &r.id == id)
+                        .and_then(|r| r.message.as_deref())
+                        .and_then(|m| m.lines().find(|l| !l.trim().is_empty()))
+                        .map(|m| format!(" ({})", m.trim().chars().take(200).collect::<String>()))
+                        .unwrap_or_default();
+                    format!("{id}{msg}")
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        if !j.new_failures.is_empty() {
+            let was = if base.is_some() {
+                " (passing or absent at base)"
+            } else {
+                ""
+            };
+            self.reasons.push(format!(
+                "new test failures{was}: {}",
+                messages(&j.new_failures)
+            ));
+            run.report.status = StepStatus::Fail;
+        } else {
+            run.report.status = StepStatus::Pass;
+        }
+        let mut parts = Vec::new();
+        if !j.preexisting_failures.is_empty() {
+            parts.push(format!(
+                "{} also failing at base{}",
+                plural(j.preexisting_failures.len(), "test"),
+                if self.opts.strict_baseline {
+                    " (blamed: --strict-baseline)"
+                } else {
+                    " (not blamed)"
+                }
+            ));
+        }
+        if !j.flaky.is_empty() {
+            parts.push(format!(
+                "{} passed when rerun alone{}",
+                plural(j.flaky.len(), "test"),
+                if self.opts.no_flaky {
+                    " (blamed: --no-flaky)"
+                } else {
+                    " (flaky, not blamed)"
+                }
+            ));
+        }
+        if !parts.is_empty() {
+            run.report.note = Some(parts.join("; "));
+        }
+        self.tests.new_failures.extend(j.new_failures);
+        self.tests
+            .preexisting_failures
+            .extend(j.preexisting_failures);
+        self.tests.flaky.extend(j.flaky);
+        Ok(())
+    }
+
+    /// The base results, run or loaded from the cache once per gate run.
+    async fn baseline(&mut self, _step: &Step) -> Result<Option<Vec<TestResult>>> {
+        if let Some(b) = &self.baseline {
+            return Ok(b.clone());
+        }
+        let result = self.fetch_baseline().await?;
+        self.baseline = Some(result.clone());
+        Ok(result)
+    }
+
+    async fn fetch_baseline(&mut self) -> Result<Option<Vec<TestResult>>> {
+        if self.opts.no_baseline {
+            self.tests.baseline = "disabled".into();
+            self.notes
+                .push("no baseline (--no-baseline): every failing test is blamed".into());
+            return Ok(None);
+        }
+        let prep = self.prep;
+        let base_steps: Vec<&Step> = prep
+            .profile
+            .steps
+            .iter()
+            .filter(|s| matches!(s.kind, StepKind::Build | StepKind::Custom | StepKind::Test))
+            .collect();
+        let programs: Vec<PathBuf> = base_steps
+            .iter()
+            .filter_map(|s| s.raw_argv().first().cloned())
+            .filter_map(|p| crate::process::find_program(&p, None, Path::new(".")))
+            .collect();
+        let fingerprint = format!(
+            "{}\n{}\n{}",
+            serde_json::to_string(&base_steps).unwrap_or_default(),
+            serde_json::to_string(&prep.profile.env).unwrap_or_default(),
+            baseline::tool_fingerprint(&programs)
+        );
+        let key = baseline::key(&prep.base_tree, &fingerprint);
+        if !self.opts.refresh_baseline {
+            if let Some(cached) = baseline::load(&self.opts.cache, &key) {
+                self.tests.baseline = "cached".into();
+                return Ok(self.use_base_run(cached));
+            }
+        }
+        let places = places(self.opts, prep, "base")?;
+        let pb = self.ui.start("preparing the clean room at base");
+        let room = open_room(prep, &prep.base.sha, places.room.clone()).await?;
+        self.ui
+            .done(pb, &format!("  room     base at {}", room.dir().display()));
+        let env = step_env(prep, &room, &places);
+        let mut results = Vec::new();
+        let mut broken = None;
+        let mut exit_code = None;
+        for step in base_steps {
+            if steps::not_applicable(step, room.dir()).is_some()
+                || steps::missing_tool(step, &env, self.cancel).await.is_some()
+            {
+                continue;
+            }
+            let pb = self.ui.start(&format!("{} at base", step.name));
+            let run = steps::run_step(step, &env, &room, &prep.objects, self.cancel).await?;
+            self.ui.done(pb, &format!("{} (at base)", step_line(&run)));
+            let Some(outcome) = run.outcome else { continue };
+            if outcome.cancelled {
+                return Err(VouchError::Interrupted.into());
+            }
+            if outcome.timed_out {
+                self.tests.baseline = "unavailable".into();
+                self.notes.push(format!(
+                    "the baseline could not be had: `{}` timed out at base; every failing test is blamed",
+                    step.name
+                ));
+                return Ok(None);
+            }
+            if step.kind == StepKind::Test {
+                if run.results.is_empty() && !outcome.success() {
+                    broken = Some(step.name.clone());
+                    break;
+                }
+                exit_code = outcome.exit_code;
+                results.extend(run.results);
+            } else if !outcome.success() {
+                broken = Some(step.name.clone());
+                break;
+            }
+        }
+        let base_run = baseline::BaseRun {
+            base_tree: prep.base_tree.clone(),
+            broken,
+            exit_code,
+            results,
+        };
+        if let Err(e) = baseline::store(&self.opts.cache, &key, &base_run) {
+            tracing::warn!("could not cache the baseline: {e}");
+        }
+        self.tests.baseline = "ran".into();
+        Ok(self.use_base_run(base_run))
+    }
+
+    fn use_base_run(&mut self, run: baseline::BaseRun) -> Option<Vec<TestResult>> {
+        match run.broken {
+            Some(step) => {
+                self.tests.baseline = "base-broken".into();
+                self.notes.push(format!(
+                    "base does not build (step `{step}` fails there before any test runs); head was judged on its own"
+                ));
+                None
+            }
+            None => Some(run.results),
+        }
+    }
+}
+
+fn running_at_timeout(results: &[TestResult]) -> String {
+    let passed = results.len();
+    if passed == 0 {
+        String::new()
+    } else {
+        format!(" ({} had finished)", plural(passed, "test"))
+    }
+}
+
+/// Whether a Rust tree has unit tests (for the "ran no tests" rule), looking at `src/` only.
+fn has_inline_rust_tests(root: &Path) -> bool {
+    fn walk(dir: &Path, depth: usize) -> bool {
+        if depth > 8 {
+            return false;
+        }
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return false;
+        };
+        entries.flatten().any(|e| {
+            let p = e.path();
+            if p.is_dir() {
+                let name = e.file_name();
+                name != "target" && name != ".git" && walk(&p, depth + 1)
+            } else {
+                p.extension().is_some_and(|x| x == "rs")
+                    && std::fs::read_to_string(&p).is_ok_and(|t| t.contains("#[test]"))
+            }
+        })
+    }
+    walk(root, 0)
+}

@@ -1,0 +1,452 @@
+//! Running one profile step in a room: placeholders, tool checks, the process, and the step's own status.
+//!
+//! A red step is an outcome, not an error: this module returns `Err` only when the step could not be judged at
+//! all (a log file could not be written). Test steps also return the runner's parsed per-test results; the
+//! verdict on them (new, pre-existing, flaky) is made in `gate::judge`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Result;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::gate::profile::{Step, StepKind};
+use crate::gate::testresults::{self, RunOutput, TestResult, TestStatus};
+use crate::process::{self, Outcome, Spec};
+use crate::room::{DriftKind, Room};
+
+/// Lines of output kept in a report's `log_tail`.
+const LOG_TAIL_LINES: usize = 40;
+/// Lines of diff shown per drifted file.
+const DRIFT_DIFF_LINES: usize = 40;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepStatus {
+    Pass,
+    Fail,
+    Skipped,
+    Error,
+    Timeout,
+}
+
+impl StepStatus {
+    pub fn is_bad(self) -> bool {
+        matches!(
+            self,
+            StepStatus::Fail | StepStatus::Error | StepStatus::Timeout
+        )
+    }
+}
+
+/// Per-test counts of a test step.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TestCounts {
+    pub passed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+}
+
+/// A drifted file after a code generator ran.
+#[derive(Clone, Debug, Serialize)]
+pub struct Drift {
+    pub path: String,
+    pub change: DriftKind,
+    pub diff: String,
+}
+
+/// One step as the report shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepReport {
+    pub name: String,
+    pub kind: StepKind,
+    pub status: StepStatus,
+    pub duration_ms: u64,
+    pub command: String,
+    pub exit_code: Option<i32>,
+    pub log_tail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log: Option<PathBuf>,
+    /// Why the step has its status, in a sentence (skips, missing tools, output, drift, test judgement).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tests: Option<TestCounts>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<Drift>,
+}
+
+/// A step that ran (or was skipped), with what the judge needs.
+#[derive(Debug)]
+pub struct StepRun {
+    pub report: StepReport,
+    pub outcome: Option<Outcome>,
+    pub results: Vec<TestResult>,
+}
+
+/// Everything a step needs to know about where it runs.
+#[derive(Clone, Debug)]
+pub struct StepEnv {
+    pub room: PathBuf,
+    /// Per repository and role (head, base, bite): build caches like CARGO_TARGET_DIR.
+    pub cache: PathBuf,
+    pub logs: PathBuf,
+    pub profile_env: BTreeMap<String, String>,
+}
+
+impl StepEnv {
+    /// Fills `{room}`, `{cache}`, `{junit}` and `${VAR}` (from vouch's own environment).
+    pub fn expand(&self, text: &str, junit: &Path) -> String {
+        let mut out = text
+            .replace("{room}", &self.room.to_string_lossy())
+            .replace("{cache}", &self.cache.to_string_lossy())
+            .replace("{junit}", &junit.to_string_lossy());
+        while let Some(start) = out.find("${") {
+            let Some(len) = out[start..].find('}') else {
+                break;
+            };
+            let var = &out[start + 2..start + len];
+            let value = std::env::var(var).unwrap_or_default();
+            out.replace_range(start..start + len + 1, &value);
+        }
+        out
+    }
+
+    /// The environment of a step: profile env, then the step's, expanded.
+    pub fn env_for(&self, step: &Step, junit: &Path) -> Vec<(String, String)> {
+        let mut env: BTreeMap<String, String> = BTreeMap::new();
+        for (k, v) in self.profile_env.iter().chain(step.env.iter()) {
+            env.insert(k.clone(), self.expand(v, junit));
+        }
+        env.into_iter().collect()
+    }
+
+    pub fn argv_for(&self, argv: &[String], junit: &Path) -> Vec<String> {
+        argv.iter().map(|a| self.expand(a, junit)).collect()
+    }
+
+    pub fn junit_path(&self, step: &str, suffix: &str) -> PathBuf {
+        self.logs
+            .join(format!("{}{suffix}.junit.xml", file_stem(step)))
+    }
+
+    /// Output paths inside the room (absolute) shown relative to the room, so reports read like a checkout.
+    pub fn relativize(&self, text: &str) -> String {
+        let mut prefix = self.room.to_string_lossy().into_owned();
+        prefix.push('/');
+        text.replace(&prefix, "")
+    }
+}
+
+fn file_stem(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Why a tool is unusable, or None if it is there.
+pub async fn missing_tool(
+    step: &Step,
+    env: &StepEnv,
+    cancel: &CancellationToken,
+) -> Option<String> {
+    let junit = env.junit_path(&step.name, ".probe");
+    let vars = env.env_for(step, &junit);
+    let path = vars
+        .iter()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.as_str());
+    let argv = env.argv_for(&step.raw_argv(), &junit);
+    let program = argv.first()?;
+    if process::find_program(program, path, &env.room).is_none() {
+        return Some(format!("`{program}` is not installed (not on PATH)"));
+    }
+    if let Some(probe) = &step.probe {
+        let argv = env.argv_for(probe, &junit);
+        let spec = Spec {
+            argv: argv.clone(),
+            cwd: env.room.clone(),
+            env: vars,
+            timeout: Duration::from_secs(60),
+            log_path: env
+                .logs
+                .join(format!("{}.probe.log", file_stem(&step.name))),
+            stdout_path: env
+                .logs
+                .join(format!("{}.probe.stdout", file_stem(&step.name))),
+        };
+        match process::run(&spec, cancel).await {
+            Ok(o) if o.success() => {}
+            Ok(o) => {
+                return Some(format!(
+                    "`{}` does not work here (exit {}): {}",
+                    process::quote_argv(&argv),
+                    o.exit_code.map_or("signal".into(), |c| c.to_string()),
+                    o.tail_lines(3)
+                ))
+            }
+            Err(e) => {
+                return Some(format!(
+                    "`{}` cannot start: {e:#}",
+                    process::quote_argv(&argv)
+                ))
+            }
+        }
+    }
+    None
+}
+
+fn skipped(step: &Step, env: &StepEnv, junit: &Path, note: String) -> StepRun {
+    StepRun {
+        report: StepReport {
+            name: step.name.clone(),
+            kind: step.kind,
+            status: StepStatus::Skipped,
+            duration_ms: 0,
+            command: process::quote_argv(&env.argv_for(&step.raw_argv(), junit)),
+            exit_code: None,
+            log_tail: String::new(),
+            log: None,
+            note: Some(note),
+            tests: None,
+            drift: Vec::new(),
+        },
+        outcome: None,
+        results: Vec::new(),
+    }
+}
+
+/// Whether a step applies to this tree (`if_exists`), else the skip note.
+pub fn not_applicable(step: &Step, room: &Path) -> Option<String> {
+    if step.if_exists.is_empty() || step.if_exists.iter().any(|f| room.join(f).exists()) {
+        None
+    } else {
+        Some(format!(
+            "not configured here (none of {} exists)",
+            step.if_exists.join(", ")
+        ))
+    }
+}
+
+/// Runs a step whose tool was already checked. `room` is needed for code generators (drift and restore).
+pub async fn run_step(
+    step: &Step,
+    env: &StepEnv,
+    room: &Room,
+    objects: &Path,
+    cancel: &CancellationToken,
+) -> Result<StepRun> {
+    let junit = env.junit_path(&step.name, "");
+    if let Some(note) = not_applicable(step, &env.room) {
+        return Ok(skipped(step, env, &junit, note));
+    }
+    let _ = std::fs::remove_file(&junit);
+    let argv = env.argv_for(&step.raw_argv(), &junit);
+    let stem = file_stem(&step.name);
+    let spec = Spec {
+        argv: argv.clone(),
+        cwd: env.room.clone(),
+        env: env.env_for(step, &junit),
+        timeout: step.timeout()?,
+        log_path: env.logs.join(format!("{stem}.log")),
+        stdout_path: env.logs.join(format!("{stem}.stdout")),
+    };
+    let command = process::quote_argv(&argv);
+    let outcome = match process::run(&spec, cancel).await {
+        Ok(o) => o,
+        Err(e) => {
+            let mut run = skipped(step, env, &junit, format!("could not start: {e:#}"));
+            run.report.status = StepStatus::Error;
+            return Ok(run);
+        }
+    };
+    let mut status = if outcome.timed_out {
+        StepStatus::Timeout
+    } else if outcome.cancelled {
+        StepStatus::Error
+    } else if outcome.success() {
+        StepStatus::Pass
+    } else {
+        StepStatus::Fail
+    };
+    let mut note = None;
+    if outcome.timed_out {
+        note = Some(format!(
+            "timed out after {}; its process group was killed",
+            human(spec.timeout)
+        ));
+    }
+    if step.fail_if_output && status == StepStatus::Pass {
+        let stdout = std::fs::read_to_string(&spec.stdout_path).unwrap_or_default();
+        let listed: Vec<&str> = stdout.lines().filter(|l| !l.trim().is_empty()).collect();
+        if !listed.is_empty() {
+            status = StepStatus::Fail;
+            note = Some(format!(
+                "it lists {}: {}",
+                plural(listed.len(), "file"),
+                listed.join(", ")
+            ));
+        }
+    }
+    let mut drift = Vec::new();
+    if step.kind == StepKind::Codegen && !outcome.timed_out && !outcome.cancelled {
+        drift = drift_of(room)?;
+        if !drift.is_empty() {
+            if status == StepStatus::Pass {
+                status = StepStatus::Fail;
+            }
+            note = Some(format!(
+                "generated files differ from the commit: {}",
+                drift
+                    .iter()
+                    .map(|d| d.path.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        room.restore(objects)?;
+    }
+    let mut results = Vec::new();
+    let mut tests = None;
+    if step.kind == StepKind::Test {
+        let stdout = std::fs::read_to_string(&spec.stdout_path).unwrap_or_default();
+        let junit_text = std::fs::read_to_string(&junit).ok();
+        results = testresults::parse(
+            step.runner(),
+            &RunOutput {
+                stdout: &stdout,
+                junit: junit_text.as_deref(),
+                root: &env.room,
+            },
+        );
+        tests = Some(counts(&results));
+    }
+    let report = StepReport {
+        name: step.name.clone(),
+        kind: step.kind,
+        status,
+        duration_ms: outcome.duration.as_millis() as u64,
+        command,
+        exit_code: outcome.exit_code,
+        log_tail: env.relativize(&outcome.tail_lines(LOG_TAIL_LINES)),
+        log: Some(spec.log_path.clone()),
+        note,
+        tests,
+        drift,
+    };
+    Ok(StepRun {
+        report,
+        outcome: Some(outcome),
+        results,
+    })
+}
+
+/// Runs test selections (for reruns and the bite check): each command in turn, results merged.
+pub async fn run_selection(
+    step: &Step,
+    env: &StepEnv,
+    commands: &[Vec<String>],
+    label: &str,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<(Vec<TestResult>, Vec<Outcome>)> {
+    let mut results = Vec::new();
+    let mut outcomes = Vec::new();
+    for (i, raw) in commands.iter().enumerate() {
+        let suffix = format!(".{label}{i}");
+        let junit = env.junit_path(&step.name, &suffix);
+        let _ = std::fs::remove_file(&junit);
+        let stem = format!("{}{suffix}", file_stem(&step.name));
+        let spec = Spec {
+            argv: env.argv_for(raw, &junit),
+            cwd: env.room.clone(),
+            env: env.env_for(step, &junit),
+            timeout,
+            log_path: env.logs.join(format!("{stem}.log")),
+            stdout_path: env.logs.join(format!("{stem}.stdout")),
+        };
+        let outcome = process::run(&spec, cancel).await?;
+        let stdout = std::fs::read_to_string(&spec.stdout_path).unwrap_or_default();
+        let junit_text = std::fs::read_to_string(&junit).ok();
+        results.extend(testresults::parse(
+            step.runner(),
+            &RunOutput {
+                stdout: &stdout,
+                junit: junit_text.as_deref(),
+                root: &env.room,
+            },
+        ));
+        outcomes.push(outcome);
+        if cancel.is_cancelled() {
+            break;
+        }
+    }
+    Ok((results, outcomes))
+}
+
+pub fn counts(results: &[TestResult]) -> TestCounts {
+    let mut c = TestCounts::default();
+    for r in results {
+        match r.status {
+            TestStatus::Pass => c.passed += 1,
+            TestStatus::Fail => c.failed += 1,
+            TestStatus::Skip => c.skipped += 1,
+        }
+    }
+    c
+}
+
+fn drift_of(room: &Room) -> Result<Vec<Drift>> {
+    let mut out = Vec::new();
+    for (path, change) in room.drift()? {
+        let old = room.committed_text(&path).unwrap_or_default();
+        let new = std::fs::read_to_string(room.dir().join(&path)).unwrap_or_default();
+        let diff = similar::TextDiff::from_lines(&old, &new)
+            .unified_diff()
+            .context_radius(2)
+            .header(&format!("a/{path}"), &format!("b/{path}"))
+            .to_string();
+        let mut lines: Vec<&str> = diff.lines().collect();
+        let cut = lines.len() > DRIFT_DIFF_LINES;
+        lines.truncate(DRIFT_DIFF_LINES);
+        let mut diff = lines.join("\n");
+        if cut {
+            diff.push_str("\n[... diff cut ...]");
+        }
+        out.push(Drift { path, change, diff });
+    }
+    Ok(out)
+}
+
+pub fn human(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        format!("{}m{:02}s", ms / 60_000, (ms / 1000) % 60)
+    }
+}
+
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// A step that is not run, with the reason.
+pub fn run_step_skipped(step: &Step, env: &StepEnv, note: String) -> StepRun {
+    let junit = env.junit_path(&step.name, "");
+    skipped(step, env, &junit, note)
+}

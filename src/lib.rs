@@ -1,0 +1,17 @@
+//! vouch hands backlog issues to a local coding model and merges only what an independent gate has proven.
+//!
+//! The crate is a library with a thin binary in `main.rs`. The parts, by where a reader looks for them:
+//! [`cli`] defines the command line and [`commands`] holds one module per subcommand; [`gate`] decides
+//! verdicts (profiles, steps, baseline, per-test results, reports); [`room`] builds the clean rooms the gate
+//! works in without touching the user's checkout; [`process`] is the only place that starts processes;
+//! [`error`] maps failures to documented exit codes.
+
+pub mod cli;
+pub mod commands;
+pub mod error;
+pub mod gate;
+pub mod git;
+pub mod logging;
+pub mod process;
+pub mod room;
+pub mod ui;
