@@ -388,51 +388,81 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
         reasons: Vec::new(),
         notes: Vec::new(),
     };
-    let mut reports = Vec::new();
-    let all: Vec<(usize, &Step)> = prep.profile.steps.iter().enumerate().collect();
+    // Steps run in profile order, except that a run of checks (format, vet, lint) goes side by side with the
+    // build and test steps that follow it: they only read the tree, and on a warm cache they overlap well.
+    let n = prep.profile.steps.len();
+    let mut slots: Vec<Option<steps::StepReport>> = vec![None; n];
     let mut i = 0;
-    while i < all.len() {
-        let mut group = vec![all[i]];
-        while all[i].1.kind.parallel() && i + 1 < all.len() && all[i + 1].1.kind.parallel() {
+    while i < n {
+        let kinds = |j: usize| prep.profile.steps[j].kind;
+        let mut checks = Vec::new();
+        while i < n && kinds(i).parallel() {
+            checks.push(i);
             i += 1;
-            group.push(all[i]);
         }
-        i += 1;
-        let futs = group.iter().map(|(idx, step)| {
-            let skip = skip_notes[*idx].clone();
+        let mut chain = Vec::new();
+        while i < n && matches!(kinds(i), StepKind::Build | StepKind::Test) {
+            chain.push(i);
+            i += 1;
+        }
+        if checks.is_empty() && chain.is_empty() {
+            // Custom and codegen steps write to the tree: they run alone.
+            chain.push(i);
+            i += 1;
+        }
+        let run_one = |idx: usize| {
+            let step = &prep.profile.steps[idx];
+            let skip = skip_notes[idx].clone();
             let env = &env;
             let room = &head_room;
             let objects = &prep.objects;
             async move {
                 if let Some(note) = skip {
-                    let mut run = steps::run_step_skipped(step, env, note);
-                    run.report.status = StepStatus::Skipped;
+                    let run = steps::run_step_skipped(step, env, note);
+                    ui.line(&step_line(&run));
                     return Ok::<_, anyhow::Error>(run);
                 }
                 let pb = ui.start(&format!("{} ({:?})", step.name, step.kind).to_lowercase());
                 let run = steps::run_step(step, env, room, objects, cancel).await?;
-                ui.done(pb, &step_line(&run));
+                if run.report.status == StepStatus::Skipped {
+                    pb.finish_and_clear();
+                    ui.line(&step_line(&run));
+                } else {
+                    ui.done(pb, &step_line(&run));
+                }
                 Ok(run)
             }
-        });
-        let runs = futures::future::join_all(futs).await;
-        for ((_, step), run) in group.iter().zip(runs) {
-            let mut run = run?;
-            if cancel.is_cancelled() {
-                return Err(VouchError::Interrupted.into());
-            }
-            if step.kind == StepKind::Test && run.report.status != StepStatus::Skipped {
-                gate.judge_tests(step, &env, &mut run).await?;
+        };
+        let checks_fut = futures::future::join_all(checks.iter().map(|&idx| run_one(idx)));
+        let gate_ref = &mut gate;
+        let env_ref = &env;
+        let chain_fut = async {
+            let mut out = Vec::new();
+            for &idx in &chain {
+                let step = &prep.profile.steps[idx];
+                let mut run = run_one(idx).await?;
                 if cancel.is_cancelled() {
                     return Err(VouchError::Interrupted.into());
                 }
+                if step.kind == StepKind::Test && run.report.status != StepStatus::Skipped {
+                    gate_ref.judge_tests(step, env_ref, &mut run).await?;
+                }
+                out.push((idx, run.report));
             }
-            if run.report.status == StepStatus::Skipped {
-                ui.line(&step_line(&run));
-            }
-            reports.push(run.report);
+            Ok::<_, anyhow::Error>(out)
+        };
+        let (check_runs, chain_runs) = futures::future::join(checks_fut, chain_fut).await;
+        if cancel.is_cancelled() {
+            return Err(VouchError::Interrupted.into());
+        }
+        for (&idx, run) in checks.iter().zip(check_runs) {
+            slots[idx] = Some(run?.report);
+        }
+        for (idx, report) in chain_runs? {
+            slots[idx] = Some(report);
         }
     }
+    let reports: Vec<steps::StepReport> = slots.into_iter().flatten().collect();
     reasons.append(&mut gate.reasons);
     notes.append(&mut gate.notes);
     for st in &reports {

@@ -1,18 +1,1199 @@
-//! TEMPORARY STUB (helper-2 owns this file and replaces it wholesale).
-use std::ops::RangeInclusive;
+//! Hunk-level split of one changed file into its test part and its production part.
+//!
+//! The bite check reverts the production part of a change while keeping its tests. In languages with inline
+//! tests (Rust's `#[cfg(test)] mod tests`, `#[test] fn` next to the code) reverting a whole file would revert
+//! the new test as well, so each hunk of the file's diff is classified on its own.
+//!
+//! Test code is found with a real parser (`syn`), not with regexes: attributes, nested modules, `cfg`
+//! predicates, macros, strings and comments that merely look like tests are all handled by the grammar. Other
+//! languages can plug in through the [`TestRegions`] trait.
+//!
+//! How a change is split:
+//! - every line of both sides is classified as test (inside a test region), neutral (outside, holding no
+//!   code: blank or comment-only) or production;
+//! - the two sides are diffed line by line, where a line only matches a line of the same class, so a hunk
+//!   never slides across a test-region boundary (a `}` closing a production function never pairs with the
+//!   `}` of a new test after it);
+//! - a hunk touching only test (and neutral) lines is kept, one touching only production (and neutral) lines
+//!   is reverted, one touching only neutral lines is kept without counting as either;
+//! - a hunk touching both is cut at the class boundaries when the cut is unambiguous, and otherwise reverted
+//!   whole, as production, and reported.
+
+use std::ops::{Range, RangeInclusive};
+
+use proc_macro2::{Span, TokenStream, TokenTree};
+use similar::{Algorithm, DiffTag};
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::visit::{self, Visit};
+use syn::{Attribute, Item, Meta, Token};
+
+/// Finds the regions of a source file that are test code.
 pub trait TestRegions {
+    /// 1-based inclusive line ranges of test code, or None if the source cannot be parsed.
     fn test_regions(&self, source: &str) -> Option<Vec<RangeInclusive<usize>>>;
+
+    /// For each line (index 0 is line 1), whether it holds code. A change confined to lines without code
+    /// (blank or comment-only lines outside test regions) counts as neither test nor production. None if the
+    /// source cannot be parsed. The default treats whitespace-only lines as the only lines without code.
+    fn code_lines(&self, source: &str) -> Option<Vec<bool>> {
+        Some(
+            source
+                .split_inclusive('\n')
+                .map(|line| !line.trim().is_empty())
+                .collect(),
+        )
+    }
 }
+
+/// Rust, with `syn`: items carrying a `cfg` that holds only in test builds (`cfg(test)`, `cfg(all(test, ..))`,
+/// not `cfg(any(test, ..))` nor `cfg(not(test))`), anywhere in the file (modules, `mod tests;` declarations,
+/// impl and trait items, fields, variants, match arms, `let` statements), functions with a test attribute
+/// (`test`, `tokio::test`, `async_std::test`, `rstest`, `test_case`, `quickcheck`, `proptest`,
+/// `wasm_bindgen_test`, `bench`, any attribute path whose last segment is `test`), `proptest! { .. }` and
+/// `quickcheck! { .. }` invocations at item level, and the whole file under an inner `#![cfg(test)]`. A region
+/// starts at the item's first attribute line (doc comments are attributes) and ends at its last line.
+pub struct RustRegions;
+
+static RUST: RustRegions = RustRegions;
+
+/// Which regions finder applies to a path (by extension), None for languages without inline tests.
+pub fn regions_for(path: &str) -> Option<&'static dyn TestRegions> {
+    let extension = std::path::Path::new(path).extension()?.to_str()?;
+    if extension.eq_ignore_ascii_case("rs") {
+        Some(&RUST)
+    } else {
+        None
+    }
+}
+
+impl TestRegions for RustRegions {
+    fn test_regions(&self, source: &str) -> Option<Vec<RangeInclusive<usize>>> {
+        let text = normalize_line_ends(source);
+        let file = syn::parse_file(&text).ok()?;
+        if cfg_only_in_tests(&file.attrs) {
+            let last = source.split_inclusive('\n').count();
+            return Some(if last == 0 {
+                Vec::new()
+            } else {
+                vec![1..=last]
+            });
+        }
+        let mut finder = RegionFinder::default();
+        finder.visit_file(&file);
+        Some(merge(finder.regions))
+    }
+
+    fn code_lines(&self, source: &str) -> Option<Vec<bool>> {
+        let mut code = vec![false; source.split_inclusive('\n').count()];
+        let mut text = normalize_line_ends(source).into_owned();
+        if let Some(rest) = text.strip_prefix('\u{feff}') {
+            text = rest.to_owned();
+        }
+        // A shebang line is not Rust tokens; keep its line break so the line numbers stay the same.
+        if text.starts_with("#!") && !text[2..].trim_start().starts_with('[') {
+            if let Some(first) = code.first_mut() {
+                *first = true;
+            }
+            text = text
+                .find('\n')
+                .map_or_else(String::new, |idx| text[idx..].to_owned());
+        }
+        let tokens: TokenStream = text.parse().ok()?;
+        mark_code(tokens, &mut code);
+        Some(code)
+    }
+}
+
+/// `\r\n` becomes `\n` (line numbers stay the same) so that the lexer never sees a carriage return, which it
+/// rejects in some places (doc comments).
+fn normalize_line_ends(source: &str) -> std::borrow::Cow<'_, str> {
+    if source.contains('\r') {
+        std::borrow::Cow::Owned(source.replace("\r\n", "\n"))
+    } else {
+        std::borrow::Cow::Borrowed(source)
+    }
+}
+
+fn mark_code(tokens: TokenStream, code: &mut [bool]) {
+    for token in tokens {
+        match token {
+            TokenTree::Group(group) => {
+                mark_span(group.span_open(), code);
+                mark_span(group.span_close(), code);
+                mark_code(group.stream(), code);
+            }
+            other => mark_span(other.span(), code),
+        }
+    }
+}
+
+fn mark_span(span: Span, code: &mut [bool]) {
+    let (start, end) = (span.start().line, span.end().line);
+    for line in start.max(1)..=end {
+        if let Some(slot) = code.get_mut(line - 1) {
+            *slot = true;
+        }
+    }
+}
+
+/// Sorts the regions and merges the overlapping or adjacent ones.
+fn merge(mut regions: Vec<RangeInclusive<usize>>) -> Vec<RangeInclusive<usize>> {
+    regions.sort_by_key(|region| (*region.start(), *region.end()));
+    let mut merged: Vec<RangeInclusive<usize>> = Vec::with_capacity(regions.len());
+    for region in regions {
+        match merged.last_mut() {
+            Some(last) if *region.start() <= last.end().saturating_add(1) => {
+                if region.end() > last.end() {
+                    *last = *last.start()..=*region.end();
+                }
+            }
+            _ => merged.push(region),
+        }
+    }
+    merged
+}
+
+#[derive(Default)]
+struct RegionFinder {
+    regions: Vec<RangeInclusive<usize>>,
+}
+
+impl RegionFinder {
+    /// Records `node` (with its attributes) as a test region.
+    fn mark(&mut self, attrs: &[Attribute], node: &dyn Spanned) {
+        let span = node.span();
+        let start = attrs
+            .iter()
+            .map(|attr| attr.span().start().line)
+            .chain(std::iter::once(span.start().line))
+            .min()
+            .unwrap_or(0)
+            .max(1);
+        let end = span.end().line;
+        if end >= start {
+            self.regions.push(start..=end);
+        }
+    }
+
+    /// Records `node` as a test region when its attributes make it test-only; true if so.
+    fn mark_if_test(&mut self, attrs: &[Attribute], node: &dyn Spanned) -> bool {
+        let test = cfg_only_in_tests(attrs);
+        if test {
+            self.mark(attrs, node);
+        }
+        test
+    }
+}
+
+impl<'ast> Visit<'ast> for RegionFinder {
+    fn visit_item(&mut self, item: &'ast Item) {
+        let attrs = item_attrs(item);
+        let test = cfg_only_in_tests(attrs)
+            || matches!(item, Item::Fn(function) if has_test_attribute(&function.attrs))
+            || matches!(item, Item::Macro(mac) if is_test_macro(&mac.mac.path));
+        if test {
+            self.mark(attrs, item);
+        } else {
+            visit::visit_item(self, item);
+        }
+    }
+
+    fn visit_impl_item(&mut self, item: &'ast syn::ImplItem) {
+        let attrs = match item {
+            syn::ImplItem::Const(x) => &x.attrs[..],
+            syn::ImplItem::Fn(x) => &x.attrs,
+            syn::ImplItem::Type(x) => &x.attrs,
+            syn::ImplItem::Macro(x) => &x.attrs,
+            _ => &[],
+        };
+        if !self.mark_if_test(attrs, item) {
+            visit::visit_impl_item(self, item);
+        }
+    }
+
+    fn visit_trait_item(&mut self, item: &'ast syn::TraitItem) {
+        let attrs = match item {
+            syn::TraitItem::Const(x) => &x.attrs[..],
+            syn::TraitItem::Fn(x) => &x.attrs,
+            syn::TraitItem::Type(x) => &x.attrs,
+            syn::TraitItem::Macro(x) => &x.attrs,
+            _ => &[],
+        };
+        if !self.mark_if_test(attrs, item) {
+            visit::visit_trait_item(self, item);
+        }
+    }
+
+    fn visit_foreign_item(&mut self, item: &'ast syn::ForeignItem) {
+        let attrs = match item {
+            syn::ForeignItem::Fn(x) => &x.attrs[..],
+            syn::ForeignItem::Static(x) => &x.attrs,
+            syn::ForeignItem::Type(x) => &x.attrs,
+            syn::ForeignItem::Macro(x) => &x.attrs,
+            _ => &[],
+        };
+        if !self.mark_if_test(attrs, item) {
+            visit::visit_foreign_item(self, item);
+        }
+    }
+
+    fn visit_field(&mut self, field: &'ast syn::Field) {
+        if !self.mark_if_test(&field.attrs, field) {
+            visit::visit_field(self, field);
+        }
+    }
+
+    fn visit_variant(&mut self, variant: &'ast syn::Variant) {
+        if !self.mark_if_test(&variant.attrs, variant) {
+            visit::visit_variant(self, variant);
+        }
+    }
+
+    fn visit_arm(&mut self, arm: &'ast syn::Arm) {
+        if !self.mark_if_test(&arm.attrs, arm) {
+            visit::visit_arm(self, arm);
+        }
+    }
+
+    fn visit_local(&mut self, local: &'ast syn::Local) {
+        if !self.mark_if_test(&local.attrs, local) {
+            visit::visit_local(self, local);
+        }
+    }
+
+    fn visit_stmt_macro(&mut self, mac: &'ast syn::StmtMacro) {
+        if !self.mark_if_test(&mac.attrs, mac) {
+            visit::visit_stmt_macro(self, mac);
+        }
+    }
+}
+
+fn item_attrs(item: &Item) -> &[Attribute] {
+    match item {
+        Item::Const(x) => &x.attrs,
+        Item::Enum(x) => &x.attrs,
+        Item::ExternCrate(x) => &x.attrs,
+        Item::Fn(x) => &x.attrs,
+        Item::ForeignMod(x) => &x.attrs,
+        Item::Impl(x) => &x.attrs,
+        Item::Macro(x) => &x.attrs,
+        Item::Mod(x) => &x.attrs,
+        Item::Static(x) => &x.attrs,
+        Item::Struct(x) => &x.attrs,
+        Item::Trait(x) => &x.attrs,
+        Item::TraitAlias(x) => &x.attrs,
+        Item::Type(x) => &x.attrs,
+        Item::Union(x) => &x.attrs,
+        Item::Use(x) => &x.attrs,
+        _ => &[],
+    }
+}
+
+/// Attribute names (last path segment) that make a function a test.
+const TEST_ATTRIBUTES: &[&str] = &[
+    "test",
+    "bench",
+    "rstest",
+    "test_case",
+    "test_matrix",
+    "quickcheck",
+    "proptest",
+    "wasm_bindgen_test",
+];
+
+fn has_test_attribute(attrs: &[Attribute]) -> bool {
+    attrs.iter().any(|attr| {
+        attr.path()
+            .segments
+            .last()
+            .is_some_and(|segment| TEST_ATTRIBUTES.iter().any(|name| segment.ident == name))
+    })
+}
+
+/// Item-level macros that expand to test functions only.
+fn is_test_macro(path: &syn::Path) -> bool {
+    path.segments
+        .last()
+        .is_some_and(|segment| segment.ident == "proptest" || segment.ident == "quickcheck")
+}
+
+/// Whether a `cfg` among `attrs` compiles the item in test builds only: the predicate is false whatever the
+/// other options are when `test` is off, and not always false when `test` is on (that is dead code, not tests).
+fn cfg_only_in_tests(attrs: &[Attribute]) -> bool {
+    attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("cfg"))
+        .filter_map(|attr| attr.parse_args::<Meta>().ok())
+        .any(|predicate| {
+            evaluate_cfg(&predicate, false) == Some(false)
+                && evaluate_cfg(&predicate, true) != Some(false)
+        })
+}
+
+/// Evaluates a cfg predicate with `test` set and every other option unknown (None).
+fn evaluate_cfg(predicate: &Meta, test: bool) -> Option<bool> {
+    match predicate {
+        Meta::Path(path) if path.is_ident("test") => Some(test),
+        Meta::Path(_) | Meta::NameValue(_) => None,
+        Meta::List(list) => {
+            let args = list
+                .parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
+                .ok()?;
+            let values: Vec<Option<bool>> =
+                args.iter().map(|arg| evaluate_cfg(arg, test)).collect();
+            if list.path.is_ident("all") {
+                if values.contains(&Some(false)) {
+                    Some(false)
+                } else if values.iter().all(|value| *value == Some(true)) {
+                    Some(true)
+                } else {
+                    None
+                }
+            } else if list.path.is_ident("any") {
+                if values.contains(&Some(true)) {
+                    Some(true)
+                } else if values.iter().all(|value| *value == Some(false)) {
+                    Some(false)
+                } else {
+                    None
+                }
+            } else if list.path.is_ident("not") && values.len() == 1 {
+                values.first().copied().flatten().map(|value| !value)
+            } else {
+                None
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Split {
+    /// At least one change touches test code.
     pub test_changed: bool,
+    /// At least one change touches production code.
     pub production_changed: bool,
+    /// The old text with only the test changes applied (production changes left out).
     pub test_only: String,
+    /// Human-readable summary, e.g. "2 test hunks kept, 1 production hunk reverted".
     pub summary: String,
 }
-pub fn regions_for(_path: &str) -> Option<&'static dyn TestRegions> {
-    None
+
+/// What a line is: the order matters only to make it a diff key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Class {
+    Test,
+    Production,
+    /// Outside test regions, holding no code.
+    Neutral,
 }
-pub fn split(_finder: &dyn TestRegions, _old: &str, _new: &str) -> Option<Split> {
-    None
+
+/// One side of the change, split into lines that keep their line ends.
+struct Side<'a> {
+    lines: Vec<&'a str>,
+    classes: Vec<Class>,
+    /// The first line end of the text, if any.
+    eol: Option<&'static str>,
+}
+
+impl<'a> Side<'a> {
+    fn new(finder: &dyn TestRegions, text: &'a str) -> Option<Self> {
+        let regions = finder.test_regions(text)?;
+        let code = finder.code_lines(text)?;
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        let classes = (0..lines.len())
+            .map(|index| {
+                let number = index + 1;
+                if regions.iter().any(|region| region.contains(&number)) {
+                    Class::Test
+                } else if code.get(index).copied().unwrap_or(true) {
+                    Class::Production
+                } else {
+                    Class::Neutral
+                }
+            })
+            .collect();
+        let eol = lines.first().and_then(|line| {
+            if line.ends_with("\r\n") {
+                Some("\r\n")
+            } else if line.ends_with('\n') {
+                Some("\n")
+            } else {
+                None
+            }
+        });
+        Some(Self {
+            lines,
+            classes,
+            eol,
+        })
+    }
+
+    /// Diff keys: a line matches only a line of the same class, and a last line without a line end matches
+    /// the same line with one (adding or dropping the final newline alone is no change).
+    fn keys(&self) -> Vec<(Class, &'a str, &'a str)> {
+        let eol = self.eol.unwrap_or("\n");
+        self.lines
+            .iter()
+            .zip(&self.classes)
+            .map(|(line, class)| {
+                let body = line
+                    .strip_suffix('\n')
+                    .map_or(*line, |body| body.strip_suffix('\r').unwrap_or(body));
+                let end = &line[body.len()..];
+                (*class, body, if end.is_empty() { eol } else { end })
+            })
+            .collect()
+    }
+}
+
+/// A run of lines of one class within a hunk side; neutral lines join the run after them (or the one before
+/// them at the end of the side).
+#[derive(Debug, Clone)]
+struct Run {
+    class: Class,
+    lines: Range<usize>,
+}
+
+fn runs(classes: &[Class], lines: Range<usize>) -> Vec<Run> {
+    let mut runs: Vec<Run> = Vec::new();
+    let mut neutral_start: Option<usize> = None;
+    for index in lines.clone() {
+        let class = classes.get(index).copied().unwrap_or(Class::Production);
+        if class == Class::Neutral {
+            neutral_start.get_or_insert(index);
+            continue;
+        }
+        match runs.last_mut() {
+            Some(last) if last.class == class => last.lines.end = index + 1,
+            _ => runs.push(Run {
+                class,
+                lines: neutral_start.unwrap_or(index)..index + 1,
+            }),
+        }
+        neutral_start = None;
+    }
+    if let Some(start) = neutral_start {
+        match runs.last_mut() {
+            Some(last) => last.lines.end = lines.end,
+            None => runs.push(Run {
+                class: Class::Neutral,
+                lines: start..lines.end,
+            }),
+        }
+    }
+    runs
+}
+
+/// A step of an alignment of the old runs of a hunk with its new runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    Pair(usize, usize),
+    Old(usize),
+    New(usize),
+}
+
+/// Aligns two class sequences on a longest common subsequence. `eager` takes matches as early as possible
+/// and, between matches, old runs before new ones; otherwise matches come as late as possible and new runs
+/// before old ones. When both extremes give the same text the cut is unambiguous.
+fn align(old: &[Class], new: &[Class], eager: bool) -> Vec<Step> {
+    let (n, m) = (old.len(), new.len());
+    let mut lcs = vec![vec![0usize; m + 1]; n + 1];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            lcs[i][j] = if old[i] == new[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j) = (0, 0);
+    let mut steps = Vec::with_capacity(n + m);
+    while i < n || j < m {
+        let can_pair = i < n && j < m && old[i] == new[j] && lcs[i][j] == lcs[i + 1][j + 1] + 1;
+        let can_skip_old = i < n && lcs[i + 1][j] == lcs[i][j];
+        let can_skip_new = j < m && lcs[i][j + 1] == lcs[i][j];
+        let step = if eager {
+            if can_pair {
+                Step::Pair(i, j)
+            } else if can_skip_old {
+                Step::Old(i)
+            } else {
+                Step::New(j)
+            }
+        } else if can_skip_new {
+            Step::New(j)
+        } else if can_skip_old {
+            Step::Old(i)
+        } else {
+            Step::Pair(i, j)
+        };
+        match step {
+            Step::Pair(..) => {
+                i += 1;
+                j += 1;
+            }
+            Step::Old(_) => i += 1,
+            Step::New(_) => j += 1,
+        }
+        steps.push(step);
+    }
+    steps
+}
+
+/// Which lines an alignment puts into the test-only text: old production lines stay, new test lines come in.
+fn kept_lines(steps: &[Step], old: &[Run], new: &[Run]) -> Vec<(bool, Range<usize>)> {
+    let old_run = |i: usize| old.get(i).map(|run| (run.class, run.lines.clone()));
+    let new_run = |j: usize| new.get(j).map(|run| (run.class, run.lines.clone()));
+    steps
+        .iter()
+        .filter_map(|step| match *step {
+            Step::Pair(i, j) => match old_run(i)? {
+                (Class::Test, _) => Some((false, new_run(j)?.1)),
+                (_, lines) => Some((true, lines)),
+            },
+            Step::Old(i) => match old_run(i)? {
+                (Class::Test, _) => None,
+                (_, lines) => Some((true, lines)),
+            },
+            Step::New(j) => match new_run(j)? {
+                (Class::Test, lines) => Some((false, lines)),
+                _ => None,
+            },
+        })
+        .collect()
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    test: usize,
+    production: usize,
+    neutral: usize,
+    mixed: usize,
+    split: usize,
+}
+
+impl Counts {
+    fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        if self.test > 0 {
+            parts.push(format!(
+                "{} kept",
+                plural(self.test, "test hunk", "test hunks")
+            ));
+        }
+        if self.production > 0 {
+            parts.push(format!(
+                "{} reverted",
+                plural(self.production, "production hunk", "production hunks")
+            ));
+        }
+        if self.mixed > 0 {
+            parts.push(format!(
+                "{} reverted as production (test and production lines without a clean cut)",
+                plural(self.mixed, "mixed hunk", "mixed hunks")
+            ));
+        }
+        if self.neutral > 0 {
+            parts.push(format!(
+                "{} kept",
+                plural(self.neutral, "blank/comment hunk", "blank/comment hunks")
+            ));
+        }
+        let mut summary = if parts.is_empty() {
+            "no changes".to_owned()
+        } else {
+            parts.join(", ")
+        };
+        if self.split > 0 {
+            summary.push_str(&format!(
+                "; {} at a test-code boundary",
+                plural(self.split, "hunk split", "hunks split")
+            ));
+        }
+        summary
+    }
+}
+
+fn plural(count: usize, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
+}
+
+/// Splits the change old -> new of one file. A change (a hunk of a line diff: an insert, delete or replace) is
+/// test code when the lines it touches lie inside test regions: new-side lines for inserted text, old-side
+/// lines for deleted text, both for a replace. Lines only match lines of the same class (test, production,
+/// no code), so hunks do not slide across region boundaries. A hunk that straddles a boundary is cut into its
+/// parts when the cut is unambiguous; otherwise it counts as production (it is reverted) and the summary says
+/// so. A hunk that touches only lines without code (blank or comment-only, outside test regions) is kept and
+/// counts as neither. Returns None when either side does not parse (the caller then treats the whole file as
+/// production and says so).
+pub fn split(finder: &dyn TestRegions, old: &str, new: &str) -> Option<Split> {
+    let old_side = Side::new(finder, old)?;
+    let new_side = Side::new(finder, new)?;
+    let ops = similar::capture_diff_slices(Algorithm::Myers, &old_side.keys(), &new_side.keys());
+
+    let mut kept: Vec<&str> = Vec::with_capacity(old_side.lines.len());
+    let old_lines = |lines: Range<usize>| old_side.lines.get(lines).unwrap_or_default();
+    let new_lines = |lines: Range<usize>| new_side.lines.get(lines).unwrap_or_default();
+    let mut counts = Counts::default();
+    for op in ops {
+        let (tag, old_range, new_range) = op.as_tag_tuple();
+        if tag == DiffTag::Equal {
+            kept.extend_from_slice(old_lines(old_range));
+            continue;
+        }
+        let old_runs = runs(&old_side.classes, old_range.clone());
+        let new_runs = runs(&new_side.classes, new_range.clone());
+        let has = |class: Class| {
+            old_runs
+                .iter()
+                .chain(&new_runs)
+                .any(|run| run.class == class)
+        };
+        match (has(Class::Test), has(Class::Production)) {
+            (true, false) => {
+                counts.test += 1;
+                kept.extend_from_slice(new_lines(new_range));
+            }
+            (false, true) => {
+                counts.production += 1;
+                kept.extend_from_slice(old_lines(old_range));
+            }
+            (false, false) => {
+                counts.neutral += 1;
+                kept.extend_from_slice(new_lines(new_range));
+            }
+            (true, true) => {
+                // A side with nothing but lines without code behaves as production: kept old, dropped new.
+                let classes = |runs: &[Run]| -> Vec<Class> {
+                    runs.iter()
+                        .map(|run| match run.class {
+                            Class::Neutral => Class::Production,
+                            class => class,
+                        })
+                        .collect()
+                };
+                let (old_classes, new_classes) = (classes(&old_runs), classes(&new_runs));
+                let eager = align(&old_classes, &new_classes, true);
+                let lazy = align(&old_classes, &new_classes, false);
+                let cut = kept_lines(&eager, &old_runs, &new_runs);
+                if cut != kept_lines(&lazy, &old_runs, &new_runs) {
+                    counts.mixed += 1;
+                    kept.extend_from_slice(old_lines(old_range));
+                    continue;
+                }
+                counts.split += 1;
+                for step in &eager {
+                    let class = match *step {
+                        Step::Pair(i, _) | Step::Old(i) => old_classes.get(i),
+                        Step::New(j) => new_classes.get(j),
+                    };
+                    if class == Some(&Class::Test) {
+                        counts.test += 1;
+                    } else {
+                        counts.production += 1;
+                    }
+                }
+                for (from_old, lines) in cut {
+                    kept.extend_from_slice(if from_old {
+                        old_lines(lines)
+                    } else {
+                        new_lines(lines)
+                    });
+                }
+            }
+        }
+    }
+
+    let eol = old_side.eol.or(new_side.eol).unwrap_or("\n");
+    let mut test_only = String::with_capacity(old.len().max(new.len()));
+    for (index, line) in kept.iter().enumerate() {
+        test_only.push_str(line);
+        if index + 1 < kept.len() && !line.ends_with('\n') {
+            test_only.push_str(eol);
+        }
+    }
+    Some(Split {
+        test_changed: counts.test > 0,
+        production_changed: counts.production > 0 || counts.mixed > 0,
+        test_only,
+        summary: counts.summary(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn rust_split(old: &str, new: &str) -> Split {
+        match split(&RustRegions, old, new) {
+            Some(split) => split,
+            None => panic!("both sides should parse"),
+        }
+    }
+
+    fn regions(source: &str) -> Vec<RangeInclusive<usize>> {
+        RustRegions
+            .test_regions(source)
+            .expect("source should parse")
+    }
+
+    const ADD_OLD: &str = "\
+pub fn add(a: i32, b: i32) -> i32 {
+    a - b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adds_zero() {
+        assert_eq!(add(1, 0), 1);
+    }
+}
+";
+
+    const ADD_NEW: &str = "\
+pub fn add(a: i32, b: i32) -> i32 {
+    a + b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adds_zero() {
+        assert_eq!(add(1, 0), 1);
+    }
+
+    #[test]
+    fn adds_two_numbers() {
+        assert_eq!(add(2, 3), 5);
+    }
+}
+";
+
+    const ADD_OLD_WITH_NEW_TEST: &str = "\
+pub fn add(a: i32, b: i32) -> i32 {
+    a - b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adds_zero() {
+        assert_eq!(add(1, 0), 1);
+    }
+
+    #[test]
+    fn adds_two_numbers() {
+        assert_eq!(add(2, 3), 5);
+    }
+}
+";
+
+    #[test]
+    fn a_fix_plus_a_new_test_in_an_existing_test_module_keeps_only_the_test() {
+        let split = rust_split(ADD_OLD, ADD_NEW);
+        assert!(split.test_changed);
+        assert!(split.production_changed);
+        assert_eq!(split.test_only, ADD_OLD_WITH_NEW_TEST);
+        assert_eq!(
+            split.summary,
+            "1 test hunk kept, 1 production hunk reverted"
+        );
+    }
+
+    #[test]
+    fn a_new_test_module_appended_with_a_fix_keeps_only_the_module() {
+        let old = "pub fn double(x: u32) -> u32 {\n    x + 2\n}\n";
+        let module = "\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn doubles() {\n        assert_eq!(super::double(3), 6);\n    }\n}\n";
+        let new = format!("pub fn double(x: u32) -> u32 {{\n    x * 2\n}}\n{module}");
+        let split = rust_split(old, &new);
+        assert!(split.test_changed);
+        assert!(split.production_changed);
+        assert_eq!(split.test_only, format!("{old}{module}"));
+    }
+
+    #[test]
+    fn only_test_changes_give_back_the_new_text() {
+        let new = ADD_NEW.replace("a + b", "a - b");
+        let split = rust_split(ADD_OLD, &new);
+        assert!(split.test_changed);
+        assert!(!split.production_changed);
+        assert_eq!(split.test_only, new);
+        assert_eq!(split.summary, "1 test hunk kept");
+    }
+
+    #[test]
+    fn only_production_changes_give_back_the_old_text() {
+        let new = ADD_OLD.replace("a - b", "a + b");
+        let split = rust_split(ADD_OLD, &new);
+        assert!(!split.test_changed);
+        assert!(split.production_changed);
+        assert_eq!(split.test_only, ADD_OLD);
+        assert_eq!(split.summary, "1 production hunk reverted");
+    }
+
+    #[test]
+    fn a_deleted_test_counts_as_a_test_change() {
+        let split = rust_split(ADD_OLD_WITH_NEW_TEST, ADD_OLD);
+        assert!(split.test_changed);
+        assert!(!split.production_changed);
+        assert_eq!(split.test_only, ADD_OLD);
+    }
+
+    #[test]
+    fn a_cfg_test_module_declaration_is_test_code() {
+        let source = "pub fn f() {}\n\n#[cfg(test)]\nmod tests;\n";
+        assert_eq!(regions(source), vec![3..=4]);
+        let split = rust_split("pub fn f() {}\n", source);
+        assert!(split.test_changed);
+        assert!(!split.production_changed);
+        assert_eq!(split.test_only, source);
+    }
+
+    #[test]
+    fn a_macro_invocation_inside_a_test_module_is_test_code() {
+        let old = "\
+pub fn f() -> u8 { 1 }
+
+#[cfg(test)]
+mod tests {
+    macro_rules! check {
+        ($name:ident, $value:expr) => {
+            #[test]
+            fn $name() { assert_eq!(super::f(), $value); }
+        };
+    }
+    check!(one, 1);
+}
+";
+        let new = old.replace(
+            "check!(one, 1);",
+            "check!(one, 1);\n    check!(still_one, 1);",
+        );
+        let split = rust_split(old, &new);
+        assert!(split.test_changed);
+        assert!(!split.production_changed);
+        assert_eq!(split.test_only, new);
+    }
+
+    #[test]
+    fn a_test_function_outside_a_test_module_is_test_code() {
+        let old = "use mycrate::f;\n";
+        let new = "use mycrate::f;\n\n#[test]\nfn works() {\n    assert!(f());\n}\n";
+        assert_eq!(regions(new), vec![3..=6]);
+        let split = rust_split(old, new);
+        assert!(split.test_changed);
+        assert!(!split.production_changed);
+        assert_eq!(split.test_only, new);
+    }
+
+    #[test]
+    fn a_production_change_that_shifts_the_test_module_still_classifies_correctly() {
+        let helpers: String = (0..10).map(|i| format!("pub fn h{i}() {{}}\n")).collect();
+        let new = ADD_NEW.replace("a + b\n}\n", &format!("a + b\n}}\n\n{helpers}"));
+        let split = rust_split(ADD_OLD, &new);
+        assert!(split.test_changed);
+        assert!(split.production_changed);
+        assert_eq!(split.test_only, ADD_OLD_WITH_NEW_TEST);
+        assert_eq!(
+            split.summary,
+            "1 test hunk kept, 2 production hunks reverted"
+        );
+    }
+
+    #[test]
+    fn cfg_any_test_is_production_cfg_all_test_is_test_and_cfg_not_test_is_production() {
+        let source = "\
+#[cfg(any(test, feature = \"x\"))]
+pub fn a() {}
+#[cfg(all(test, unix))]
+pub fn b() {}
+#[cfg(not(test))]
+pub fn c() {}
+#[cfg(not(not(test)))]
+pub fn d() {}
+#[cfg(all(test, any()))]
+pub fn e() {}
+#[cfg(all(unix, any(test, all(test, windows))))]
+pub fn g() {}
+";
+        assert_eq!(regions(source), vec![3..=4, 7..=8, 11..=12]);
+    }
+
+    #[test]
+    fn test_attributes_of_common_frameworks_mark_test_functions() {
+        let attributes = [
+            "test",
+            "tokio::test",
+            "tokio::test(flavor = \"multi_thread\")",
+            "async_std::test",
+            "rstest",
+            "test_case(1, 2)",
+            "quickcheck",
+            "proptest",
+            "wasm_bindgen_test",
+            "test_log::test",
+        ];
+        for attribute in attributes {
+            let source = format!("fn prod() {{}}\n\n#[{attribute}]\nasync fn t() {{}}\n");
+            assert_eq!(regions(&source), vec![3..=4], "#[{attribute}]");
+        }
+        assert_eq!(
+            regions("#[inline]\nfn f() {}\n#[should_panic]\nfn g() {}\n"),
+            vec![]
+        );
+    }
+
+    #[test]
+    fn a_region_starts_at_the_first_doc_comment_or_attribute_line() {
+        let source = "\
+fn prod() {}
+
+/// Checks things.
+#[test]
+#[ignore]
+fn t() {
+}
+";
+        assert_eq!(regions(source), vec![3..=7]);
+    }
+
+    #[test]
+    fn nested_modules_impl_items_fields_and_whole_files_are_searched() {
+        let source = "\
+mod outer {
+    mod inner {
+        #[cfg(test)]
+        mod tests {}
+    }
+}
+struct S {
+    a: u8,
+    #[cfg(test)]
+    b: u8,
+}
+impl S {
+    #[cfg(test)]
+    fn helper() {}
+}
+";
+        assert_eq!(regions(source), vec![3..=4, 9..=10, 13..=14]);
+        assert_eq!(regions("#![cfg(test)]\nfn helper() {}\n"), vec![1..=2]);
+    }
+
+    #[test]
+    fn unparseable_input_on_either_side_gives_none() {
+        assert_eq!(split(&RustRegions, "fn f() {}\n", "fn f( {}\n"), None);
+        assert_eq!(split(&RustRegions, "fn f( {}\n", "fn f() {}\n"), None);
+    }
+
+    #[test]
+    fn empty_files_work() {
+        let split = rust_split("", "");
+        assert_eq!(
+            (split.test_changed, split.production_changed),
+            (false, false)
+        );
+        assert_eq!(split.test_only, "");
+        assert_eq!(split.summary, "no changes");
+
+        let test = "#[test]\nfn t() {}\n";
+        let split = rust_split("", test);
+        assert_eq!(
+            (split.test_changed, split.production_changed),
+            (true, false)
+        );
+        assert_eq!(split.test_only, test);
+
+        let split = rust_split("", "fn f() {}\n");
+        assert_eq!(
+            (split.test_changed, split.production_changed),
+            (false, true)
+        );
+        assert_eq!(split.test_only, "");
+    }
+
+    #[test]
+    fn a_missing_final_newline_is_kept_from_the_source_of_the_last_line() {
+        let old = ADD_OLD.trim_end();
+        let new = ADD_NEW.trim_end();
+        let split = rust_split(old, new);
+        assert_eq!(split.test_only, ADD_OLD_WITH_NEW_TEST.trim_end());
+
+        // A test module appended after a last line without a line end: the line end is supplied.
+        let old = "fn f() {}";
+        let new = "fn f() {}\n\n#[cfg(test)]\nmod tests {}";
+        let split = rust_split(old, new);
+        assert_eq!(
+            (split.test_changed, split.production_changed),
+            (true, false)
+        );
+        assert_eq!(split.test_only, new);
+
+        let split = rust_split("fn f() {}\n", "fn g() {}");
+        assert_eq!(split.test_only, "fn f() {}\n");
+    }
+
+    #[test]
+    fn crlf_files_keep_their_line_ends() {
+        let crlf = |text: &str| text.replace('\n', "\r\n");
+        let old = crlf(ADD_OLD);
+        let new = crlf(&ADD_NEW.replace(
+            "mod tests {",
+            "mod tests {\n    /// Doc comment.\n    const X: u8 = 1;",
+        ));
+        let split = rust_split(&old, &new);
+        assert!(split.test_changed);
+        assert!(split.production_changed);
+        assert_eq!(
+            split.test_only,
+            crlf(&ADD_OLD_WITH_NEW_TEST.replace(
+                "mod tests {",
+                "mod tests {\n    /// Doc comment.\n    const X: u8 = 1;"
+            ))
+        );
+    }
+
+    #[test]
+    fn a_hunk_straddling_a_region_boundary_is_cut_in_two() {
+        let old = "fn a() -> u32 { 1 }\n#[test] fn t() { assert_eq!(a(), 1); }\n";
+        let new = "fn a() -> u32 { 2 }\n#[test] fn t() { assert_eq!(a(), 2); }\n";
+        let split = rust_split(old, new);
+        assert!(split.test_changed);
+        assert!(split.production_changed);
+        assert_eq!(
+            split.test_only,
+            "fn a() -> u32 { 1 }\n#[test] fn t() { assert_eq!(a(), 2); }\n"
+        );
+        assert_eq!(
+            split.summary,
+            "1 test hunk kept, 1 production hunk reverted; 1 hunk split at a test-code boundary"
+        );
+    }
+
+    #[test]
+    fn a_hunk_whose_test_and_production_parts_swap_places_is_reverted_as_production() {
+        let old = "#[test] fn t() { assert!(a()); }\nfn a() -> bool { true }\n";
+        let new = "fn a() -> bool { false }\n#[test] fn u() { assert!(!a()); }\n";
+        let split = rust_split(old, new);
+        assert!(!split.test_changed);
+        assert!(split.production_changed);
+        assert_eq!(split.test_only, old);
+        assert!(
+            split
+                .summary
+                .contains("1 mixed hunk reverted as production"),
+            "{}",
+            split.summary
+        );
+    }
+
+    #[test]
+    fn a_new_test_right_after_a_production_function_does_not_take_its_closing_brace() {
+        let old = "fn a() {\n    work();\n}\n";
+        let test = "\n#[test]\nfn t() {\n    a();\n}\n";
+        let new = format!("fn a() {{\n    rest();\n}}\n{test}");
+        let split = rust_split(old, &new);
+        assert_eq!((split.test_changed, split.production_changed), (true, true));
+        assert_eq!(split.test_only, format!("{old}{test}"));
+    }
+
+    #[test]
+    fn blank_and_comment_lines_outside_tests_are_neither_test_nor_production() {
+        let old = "fn a() {}\n";
+        let new = "// A comment.\nfn a() {}\n\n/* block\n   comment */\n";
+        let split = rust_split(old, new);
+        assert_eq!(
+            (split.test_changed, split.production_changed),
+            (false, false)
+        );
+        assert_eq!(split.test_only, new);
+        assert_eq!(split.summary, "2 blank/comment hunks kept");
+
+        // A blank line inside a string literal is code.
+        let old = "const S: &str = \"a\nb\";\n";
+        let new = "const S: &str = \"a\n\nb\";\n";
+        let split = rust_split(old, new);
+        assert_eq!(
+            (split.test_changed, split.production_changed),
+            (false, true)
+        );
+        assert_eq!(split.test_only, old);
+    }
+
+    #[test]
+    fn regions_apply_to_rust_files_only() {
+        assert!(regions_for("src/gate/split.rs").is_some());
+        assert!(regions_for("tests/it.RS").is_some());
+        assert!(regions_for("src/app.py").is_none());
+        assert!(regions_for("Makefile").is_none());
+    }
+
+    /// Variations of a file with a production part and a test part: changing only one part rebuilds the
+    /// side the other part comes from.
+    #[test]
+    fn changing_one_part_only_rebuilds_old_or_new_exactly() {
+        let file = |production: &str, tests: &str, ending: &str| {
+            format!(
+                "use std::fmt;\n\n{production}\n#[cfg(test)]\nmod tests {{\n    use super::*;\n{tests}}}{ending}"
+            )
+        };
+        let productions = [
+            "pub fn f() -> u8 {\n    1\n}\n",
+            "pub fn f() -> u8 {\n    2\n}\n",
+            "pub fn f() -> u8 {\n    let x = 2;\n    x\n}\n\npub fn g() {}\n",
+            "",
+            "/// Docs.\npub fn f() -> u8 {\n    1\n}\n",
+        ];
+        let tests = [
+            "",
+            "    #[test]\n    fn one() {\n        assert_eq!(f(), 1);\n    }\n",
+            "    #[test]\n    fn one() {\n        assert_eq!(f(), 1);\n    }\n\n    #[test]\n    fn two() {}\n",
+            "    #[test]\n    fn two() {}\n",
+            "\n    proptest! {\n        #[test]\n        fn any(x in 0..3u8) { prop_assert!(x < 3); }\n    }\n",
+        ];
+        for ending in ["\n", "", "\n\n"] {
+            for crlf in [false, true] {
+                let text = |production: &str, tests: &str| {
+                    let text = file(production, tests, ending);
+                    if crlf {
+                        text.replace('\n', "\r\n")
+                    } else {
+                        text
+                    }
+                };
+                for a in 0..productions.len() {
+                    for b in 0..tests.len() {
+                        for c in 0..tests.len() {
+                            let (old, new) = (
+                                text(productions[a], tests[b]),
+                                text(productions[a], tests[c]),
+                            );
+                            let split = rust_split(&old, &new);
+                            assert_eq!(split.test_only, new, "tests {b} -> {c}");
+                            assert!(!split.production_changed, "tests {b} -> {c}");
+                            assert_eq!(split.test_changed, b != c, "tests {b} -> {c}");
+
+                            let (old, new) = (
+                                text(productions[b], tests[a]),
+                                text(productions[c], tests[a]),
+                            );
+                            let split = rust_split(&old, &new);
+                            assert_eq!(split.test_only, old, "production {b} -> {c}");
+                            assert!(!split.test_changed, "production {b} -> {c}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
