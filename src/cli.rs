@@ -20,7 +20,7 @@ pub struct Cli {
 pub enum Command {
     /// Re-verify a change in a clean room: format, vet, lint, build, tests, codegen drift, against a baseline.
     #[command(after_help = GATE_EXAMPLES)]
-    Gate(GateArgs),
+    Gate(Box<GateArgs>),
     /// Show the gate profile that would judge a repository, or a named preset.
     #[command(after_help = PROFILE_EXAMPLES)]
     Profile(ProfileArgs),
@@ -126,6 +126,18 @@ pub struct GateArgs {
     /// Skip the bite check (proving new tests fail without the production change).
     #[arg(long)]
     pub no_bite: bool,
+
+    /// Bite check: must any changed test fail without the production change, or all of them?
+    #[arg(long, value_name = "any|all")]
+    pub bite_require: Option<crate::gate::profile::BiteRequire>,
+
+    /// Bite check: does a test that cannot build without the change count as biting?
+    #[arg(long, value_name = "accept|reject")]
+    pub bite_build_failure: Option<crate::gate::profile::BuildFailure>,
+
+    /// Pass a change that deletes tests or weakens their assertions.
+    #[arg(long)]
+    pub allow_removed_tests: bool,
 
     /// Give up on the whole gate after this long (e.g. 30m, 2h); exit 3.
     #[arg(long, value_name = "DURATION")]

@@ -185,6 +185,12 @@ pub fn message(repo: &Repository, commit: Oid) -> Result<String> {
         .to_owned())
 }
 
+/// Opens a repository from its objects directory (`<git dir>/objects`), read-only use.
+pub fn open_objects(objects: &Path) -> Result<Repository> {
+    let git_dir = objects.parent().unwrap_or(objects);
+    Repository::open(git_dir).with_context(|| format!("open repository {}", git_dir.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,8 +32,11 @@ pub struct Spec {
     pub timeout: Duration,
     /// Where the combined stdout and stderr go, in full.
     pub log_path: PathBuf,
-    /// Where stdout alone goes, in full (for parsers).
+    /// Where stdout alone goes, in full (for parsers). With `merge_output`, everything goes there.
     pub stdout_path: PathBuf,
+    /// Give the child one pipe for stdout and stderr, so their order is exactly the order of writes (cargo
+    /// prints a test binary's name on stderr and its results on stdout; two pipes can reorder them).
+    pub merge_output: bool,
 }
 
 /// How a run ended.
@@ -134,10 +137,17 @@ pub async fn run(spec: &Spec, cancel: &CancellationToken) -> Result<Outcome> {
     cmd.args(args)
         .current_dir(&spec.cwd)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    let merged = if spec.merge_output {
+        let (reader, writer) = std::io::pipe().context("create an output pipe")?;
+        cmd.stdout(writer.try_clone().context("share the output pipe")?)
+            .stderr(writer);
+        Some(reader)
+    } else {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        None
+    };
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
@@ -146,6 +156,8 @@ pub async fn run(spec: &Spec, cancel: &CancellationToken) -> Result<Outcome> {
     let mut child = cmd
         .spawn()
         .with_context(|| format!("start `{}`", quote_argv(&spec.argv)))?;
+    // The command holds our copies of the pipe's write end: drop it, or the reader never sees the end.
+    drop(cmd);
     let pgid = child.id().map(|id| id as i32);
     let guard = GroupGuard(pgid);
 
@@ -156,6 +168,12 @@ pub async fn run(spec: &Spec, cancel: &CancellationToken) -> Result<Outcome> {
     }
     if let Some(stderr) = child.stderr.take() {
         readers.push(tokio::spawn(pump(stderr, false, tx.clone())));
+    }
+    if let Some(reader) = merged {
+        let tx = tx.clone();
+        readers.push(tokio::task::spawn_blocking(move || {
+            pump_blocking(reader, tx)
+        }));
     }
     drop(tx);
 
@@ -224,16 +242,59 @@ async fn pump<R: tokio::io::AsyncRead + Unpin>(
     is_stdout: bool,
     tx: mpsc::Sender<(bool, Vec<u8>)>,
 ) {
+    // Whole lines only (except a last unterminated one), so the combined log interleaves the two streams
+    // line by line and parsers reading it never see a line cut in two by the other stream.
     let mut buf = vec![0u8; 16 * 1024];
+    let mut pending: Vec<u8> = Vec::new();
     loop {
         match reader.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                if tx.send((is_stdout, buf[..n].to_vec())).await.is_err() {
-                    break;
+                pending.extend_from_slice(&buf[..n]);
+                let cut = match pending.iter().rposition(|b| *b == b'\n') {
+                    Some(i) => i + 1,
+                    // A very long line without a newline is sent as it is, not held forever.
+                    None if pending.len() > 64 * 1024 => pending.len(),
+                    None => continue,
+                };
+                let rest = pending.split_off(cut);
+                let line = std::mem::replace(&mut pending, rest);
+                if tx.send((is_stdout, line)).await.is_err() {
+                    return;
                 }
             }
         }
+    }
+    if !pending.is_empty() {
+        let _ = tx.send((is_stdout, pending)).await;
+    }
+}
+
+/// [`pump`] for a blocking reader (the merged pipe), on a blocking thread.
+fn pump_blocking(mut reader: std::io::PipeReader, tx: mpsc::Sender<(bool, Vec<u8>)>) {
+    use std::io::Read;
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut pending: Vec<u8> = Vec::new();
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                pending.extend_from_slice(&buf[..n]);
+                let cut = match pending.iter().rposition(|b| *b == b'\n') {
+                    Some(i) => i + 1,
+                    None if pending.len() > 64 * 1024 => pending.len(),
+                    None => continue,
+                };
+                let rest = pending.split_off(cut);
+                let line = std::mem::replace(&mut pending, rest);
+                if tx.blocking_send((true, line)).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+    if !pending.is_empty() {
+        let _ = tx.blocking_send((true, pending));
     }
 }
 
@@ -269,6 +330,7 @@ mod tests {
             timeout,
             log_path: dir.join("log"),
             stdout_path: dir.join("stdout"),
+            merge_output: false,
         }
     }
 
@@ -290,6 +352,28 @@ mod tests {
         assert!(!stdout.contains("err"));
         let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
         assert_eq!(log.lines().count(), 20001);
+    }
+
+    #[tokio::test]
+    async fn merged_output_keeps_the_order_of_writes_across_stdout_and_stderr() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = spec(
+            dir.path(),
+            &[
+                "sh",
+                "-c",
+                "i=0; while [ $i -lt 300 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done",
+            ],
+            Duration::from_secs(30),
+        );
+        s.merge_output = true;
+        let o = run(&s, &CancellationToken::new()).await.unwrap();
+        assert_eq!(o.exit_code, Some(0));
+        let want: Vec<String> = (0..300)
+            .flat_map(|i| [format!("out{i}"), format!("err{i}")])
+            .collect();
+        let got = std::fs::read_to_string(dir.path().join("stdout")).unwrap();
+        assert_eq!(got.lines().collect::<Vec<_>>(), want);
     }
 
     #[tokio::test]

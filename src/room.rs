@@ -50,7 +50,7 @@ impl Room {
     /// `preserve` names top-level paths (like `target`) that survive a reset.
     pub fn open(
         objects: &Path,
-        commit: Oid,
+        target: Target,
         placement: Placement,
         preserve: &[String],
     ) -> Result<Room> {
@@ -83,6 +83,13 @@ impl Room {
                 (dir, None, None)
             }
         };
+        let commit = match target {
+            Target::Commit(commit) => commit,
+            Target::Overlay { base, files } => {
+                let repo = init_repo(&dir, objects)?;
+                synthetic_commit(&repo, base, &files)?
+            }
+        };
         let room = Room {
             dir,
             commit,
@@ -108,20 +115,7 @@ impl Room {
 
     /// Makes the room hold exactly the commit's tree (plus preserved paths).
     fn reset(&self, objects: &Path) -> Result<()> {
-        let repo = match Repository::open(&self.dir) {
-            Ok(repo) => repo,
-            Err(_) => Repository::init(&self.dir)
-                .with_context(|| format!("create room repository in {}", self.dir.display()))?,
-        };
-        let alternates = repo.path().join("objects/info/alternates");
-        std::fs::create_dir_all(repo.path().join("objects/info"))?;
-        let objects = objects
-            .canonicalize()
-            .with_context(|| format!("find objects {}", objects.display()))?;
-        std::fs::write(&alternates, format!("{}\n", objects.display()))
-            .context("link room to the repository's objects")?;
-        // Reopen so libgit2 sees the alternates.
-        let repo = Repository::open(&self.dir)?;
+        let repo = init_repo(&self.dir, objects)?;
         let commit = repo
             .find_commit(self.commit)
             .with_context(|| format!("commit {} is not in the repository", self.commit))?;
@@ -218,6 +212,88 @@ impl Room {
     pub fn restore(&self, objects: &Path) -> Result<()> {
         self.reset(objects)
     }
+}
+
+/// What a room holds.
+#[derive(Clone, Debug)]
+pub enum Target {
+    /// A commit of the user's repository.
+    Commit(Oid),
+    /// A commit's tree with some files replaced (`Some`) or removed (`None`): the bite check's reverted tree.
+    /// The tree and a commit for it are written to the room's own object store, never to the user's.
+    Overlay {
+        base: Oid,
+        files: Vec<(String, Option<OverlayFile>)>,
+    },
+}
+
+/// A file's content and mode in an overlay.
+#[derive(Clone, Debug)]
+pub struct OverlayFile {
+    pub content: Vec<u8>,
+    pub executable: bool,
+}
+
+/// Opens (or creates) the room's repository and points its alternates at the user's objects.
+fn init_repo(dir: &Path, objects: &Path) -> Result<Repository> {
+    let repo = match Repository::open(dir) {
+        Ok(repo) => repo,
+        Err(_) => Repository::init(dir)
+            .with_context(|| format!("create room repository in {}", dir.display()))?,
+    };
+    std::fs::create_dir_all(repo.path().join("objects/info"))?;
+    let objects = objects
+        .canonicalize()
+        .with_context(|| format!("find objects {}", objects.display()))?;
+    let alternates = repo.path().join("objects/info/alternates");
+    let want = format!("{}\n", objects.display());
+    if std::fs::read_to_string(&alternates).ok().as_deref() != Some(want.as_str()) {
+        std::fs::write(&alternates, want).context("link room to the repository's objects")?;
+    }
+    // Reopen so libgit2 sees the alternates.
+    Repository::open(dir).with_context(|| format!("open room {}", dir.display()))
+}
+
+/// Writes base's tree with the overlay applied, and a commit of it, into the room's object store.
+fn synthetic_commit(
+    repo: &Repository,
+    base: Oid,
+    files: &[(String, Option<OverlayFile>)],
+) -> Result<Oid> {
+    let base_commit = repo
+        .find_commit(base)
+        .with_context(|| format!("commit {base} is not in the repository"))?;
+    let base_tree = base_commit.tree()?;
+    let mut update = git2::build::TreeUpdateBuilder::new();
+    for (path, file) in files {
+        match file {
+            Some(f) => {
+                let blob = repo.blob(&f.content)?;
+                let mode = if f.executable {
+                    git2::FileMode::BlobExecutable
+                } else {
+                    git2::FileMode::Blob
+                };
+                update.upsert(path.as_str(), blob, mode);
+            }
+            None => {
+                update.remove(path.as_str());
+            }
+        }
+    }
+    let tree_id = update.create_updated(repo, &base_tree)?;
+    let tree = repo.find_tree(tree_id)?;
+    // A fixed signature and time: the same overlay gives the same commit id, run after run.
+    let sig = git2::Signature::new("vouch", "vouch@localhost", &git2::Time::new(0, 0))?;
+    let commit = repo.commit(
+        None,
+        &sig,
+        &sig,
+        "vouch: reverted tree",
+        &tree,
+        &[&base_commit],
+    )?;
+    Ok(commit)
 }
 
 /// How a file drifted from the commit.

@@ -10,7 +10,7 @@ use crate::cli::{Cli, Command};
 /// Runs the command line; `Ok` carries the exit code of a completed command.
 pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
-        Command::Gate(args) => gate::run(args),
+        Command::Gate(args) => gate::run(*args),
         Command::Profile(args) => profile::run(args),
     }
 }

@@ -8,14 +8,16 @@
 //! assembled at the end; [`judge`] holds the pure rules.
 
 pub mod baseline;
+pub mod bite;
 pub mod judge;
 pub mod profile;
 pub mod report;
 pub mod split;
 pub mod steps;
+pub mod testmap;
 pub mod testresults;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -30,7 +32,7 @@ use crate::gate::report::{ChangedFile, ProfileInfo, Report, Rev, Tests, Verdict}
 use crate::gate::steps::{human, plural, StepEnv, StepRun, StepStatus};
 use crate::gate::testresults::{Runner, TestResult};
 use crate::git::ChangeKind;
-use crate::room::{Placement, Room};
+use crate::room::{Placement, Room, Target};
 use crate::ui::Ui;
 
 /// What the user asked of the gate.
@@ -51,6 +53,10 @@ pub struct Options {
     pub no_baseline: bool,
     pub refresh_baseline: bool,
     pub no_bite: bool,
+    /// Overrides of the profile's bite policy.
+    pub bite_require: Option<profile::BiteRequire>,
+    pub bite_build_failure: Option<profile::BuildFailure>,
+    pub allow_removed_tests: bool,
     pub fresh_rooms: bool,
     /// Where `--keep` puts rooms (`workspaces/` of the current directory by default).
     pub workspaces: PathBuf,
@@ -77,6 +83,9 @@ impl Options {
             no_baseline: false,
             refresh_baseline: false,
             no_bite: false,
+            bite_require: None,
+            bite_build_failure: None,
+            allow_removed_tests: false,
             fresh_rooms: false,
             workspaces: PathBuf::from("workspaces"),
             cache: default_cache_dir(),
@@ -108,6 +117,8 @@ pub struct Prepared {
     pub notes: Vec<String>,
     /// The head tree has files the profile calls tests.
     pub tree_has_tests: bool,
+    /// Files with both test and production changes (Rust inline tests): base plus only the test hunks.
+    pub mixed: BTreeMap<String, String>,
 }
 
 /// Resolves revisions and the profile, and classifies the change. Reads the repository only.
@@ -164,44 +175,39 @@ pub fn prepare(opts: &Options) -> Result<Prepared> {
     }
     let classifier = Classifier::new(&profile.paths, &opts.allow, &opts.deny)?;
     let mut files = Vec::new();
+    let mut mixed = BTreeMap::new();
     for c in &changes {
         let mut class = classifier.classify(&c.path);
         let mut detail = None;
-        if class == PathClass::Production && c.kind == ChangeKind::Modified {
-            if let Some(finder) = split::regions_for(&c.path) {
-                let old = crate::git::file_text(&repo, base, &c.path);
-                let new = crate::git::file_text(&repo, head, &c.path);
-                if let (Some(old), Some(new)) = (old, new) {
-                    match split::split(finder, &old, &new) {
-                        Some(s) if s.test_changed && !s.production_changed => {
-                            class = PathClass::Test;
-                            detail = Some(s.summary);
-                        }
-                        Some(s) if s.test_changed => detail = Some(s.summary),
-                        Some(_) => {}
-                        None => detail = Some("could not be parsed: treated as production".into()),
-                    }
-                }
-            }
-        } else if class == PathClass::Production && c.kind == ChangeKind::Added {
-            if let (Some(finder), Some(new)) = (
-                split::regions_for(&c.path),
-                crate::git::file_text(&repo, head, &c.path),
-            ) {
-                if let Some(s) = split::split(finder, "", &new) {
-                    if s.test_changed && !s.production_changed {
+        let splittable = class == PathClass::Production
+            && matches!(c.kind, ChangeKind::Modified | ChangeKind::Added);
+        if let Some(finder) = split::regions_for(&c.path).filter(|_| splittable) {
+            let old = match c.kind {
+                ChangeKind::Added => Some(String::new()),
+                _ => crate::git::file_text(&repo, base, &c.path),
+            };
+            let new = crate::git::file_text(&repo, head, &c.path);
+            if let (Some(old), Some(new)) = (old, new) {
+                match split::split(finder, &old, &new) {
+                    Some(s) if s.test_changed && !s.production_changed => {
                         class = PathClass::Test;
-                    }
-                    if s.test_changed {
                         detail = Some(s.summary);
                     }
+                    Some(s) if s.test_changed => {
+                        detail = Some(s.summary);
+                        mixed.insert(c.path.clone(), s.test_only);
+                    }
+                    Some(_) => {}
+                    None => detail = Some("could not be parsed: treated as production".into()),
                 }
             }
         }
         files.push(ChangedFile {
             path: c.path.clone(),
+            old_path: c.old_path.clone(),
             class,
             change: c.kind.clone(),
+            mixed: mixed.contains_key(&c.path),
             detail,
         });
     }
@@ -253,6 +259,7 @@ pub fn prepare(opts: &Options) -> Result<Prepared> {
         claimed,
         notes,
         tree_has_tests,
+        mixed,
     })
 }
 
@@ -288,7 +295,15 @@ fn places(opts: &Options, prep: &Prepared, role: &str) -> Result<Places> {
                 .join(role),
         )
     };
-    let cache = repo_dir.join(format!("{role}.cache"));
+    // Steps run inside the room: every path handed to them must be absolute.
+    let absolute = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
+    let room = match room {
+        Placement::Cached(d) => Placement::Cached(absolute(d)),
+        Placement::Kept(d) => Placement::Kept(absolute(d)),
+        Placement::Temp => Placement::Temp,
+    };
+    let logs = absolute(logs);
+    let cache = absolute(repo_dir.join(format!("{role}.cache")));
     std::fs::create_dir_all(&cache).with_context(|| format!("create {}", cache.display()))?;
     if logs.exists() {
         let _ = std::fs::remove_dir_all(&logs);
@@ -301,9 +316,11 @@ async fn open_room(prep: &Prepared, sha: &str, placement: Placement) -> Result<R
     let objects = prep.objects.clone();
     let oid = git2::Oid::from_str(sha)?;
     let preserve = prep.profile.room.preserve.clone();
-    tokio::task::spawn_blocking(move || Room::open(&objects, oid, placement, &preserve))
-        .await
-        .context("room task")?
+    tokio::task::spawn_blocking(move || {
+        Room::open(&objects, Target::Commit(oid), placement, &preserve)
+    })
+    .await
+    .context("room task")?
 }
 
 fn step_env(prep: &Prepared, room: &Room, places: &Places) -> StepEnv {
@@ -385,6 +402,7 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
             baseline: "not-needed".into(),
             ..Tests::default()
         },
+        bite: None,
         reasons: Vec::new(),
         notes: Vec::new(),
     };
@@ -446,6 +464,12 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
                 }
                 if step.kind == StepKind::Test && run.report.status != StepStatus::Skipped {
                     gate_ref.judge_tests(step, env_ref, &mut run).await?;
+                    if cancel.is_cancelled() {
+                        return Err(VouchError::Interrupted.into());
+                    }
+                    if run.report.status != StepStatus::Timeout && gate_ref.bite.is_none() {
+                        gate_ref.run_bite(step, &run.results).await?;
+                    }
                 }
                 out.push((idx, run.report));
             }
@@ -483,19 +507,23 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
             if let Some(note) = &st.note {
                 r.push_str(": ");
                 r.push_str(note);
-            } else if let Some(line) = first_error_line(&st.log_tail) {
+            } else if let Some(detail) = failure_detail(st, head_room.dir()) {
                 r.push_str(": ");
-                r.push_str(&line);
+                r.push_str(&detail);
             }
             reasons.push(r);
         }
     }
-    let tests = gate.tests;
-    let bite = if opts.no_bite || !prep.profile.bite.enabled {
-        serde_json::json!({"status": "skipped", "reasons": ["the bite check was turned off"]})
-    } else {
-        serde_json::json!({"status": "not-run"})
+    let bite = match gate.bite.take() {
+        Some(b) => {
+            reasons.extend(b.gate_reasons(opts.allow_removed_tests));
+            serde_json::to_value(&b)?
+        }
+        None => {
+            serde_json::json!({"status": "not-run", "reasons": ["no test step ran to completion"]})
+        }
     };
+    let tests = gate.tests;
     let verdict = if reports.iter().any(|s| s.status == StepStatus::Error) {
         Verdict::Error
     } else if !reasons.is_empty() {
@@ -599,6 +627,61 @@ fn step_line(run: &StepRun) -> String {
     line
 }
 
+/// Files of the room that a step's output names, in order of first mention.
+fn mentioned_files(tail: &str, room: &Path) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for token in tail.split(|c: char| {
+        c.is_whitespace() || matches!(c, ':' | '(' | ')' | '[' | ']' | ',' | '"' | '\'' | '`')
+    }) {
+        let t = token.trim_start_matches("./").trim_end_matches('.');
+        if t.is_empty() || t.len() > 300 || !t.contains('.') {
+            continue;
+        }
+        if room.join(t).is_file() && !out.iter().any(|o| o == t) {
+            out.push(t.to_owned());
+        }
+    }
+    out
+}
+
+/// A short, specific account of a failed step: the files a formatter names, or the first finding of a linter
+/// or compiler with its location, else the first line that looks like an error.
+fn failure_detail(st: &steps::StepReport, room: &Path) -> Option<String> {
+    let files = mentioned_files(&st.log_tail, room);
+    if st.kind == StepKind::Format && !files.is_empty() {
+        return Some(format!("not formatted: {}", files.join(", ")));
+    }
+    if let Some(first) = files.first() {
+        let lines: Vec<&str> = st
+            .log_tail
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        if let Some(i) = lines.iter().position(|l| l.contains(first.as_str())) {
+            let line = lines[i].trim();
+            let text = if (line.starts_with("-->") || line.starts_with("at ")) && i > 0 {
+                format!(
+                    "{} ({})",
+                    lines[i - 1].trim(),
+                    line.trim_start_matches("-->").trim()
+                )
+            } else {
+                line.to_owned()
+            };
+            let more = if files.len() > 1 {
+                format!(" (files named: {})", files.join(", "))
+            } else {
+                String::new()
+            };
+            return Some(format!(
+                "{}{more}",
+                text.chars().take(300).collect::<String>()
+            ));
+        }
+    }
+    first_error_line(&st.log_tail)
+}
+
 fn first_error_line(tail: &str) -> Option<String> {
     let lines: Vec<&str> = tail.lines().filter(|l| !l.trim().is_empty()).collect();
     lines
@@ -623,6 +706,7 @@ struct GateRun<'a> {
     /// The baseline, fetched at most once: None until needed; Some(None) when there is no usable one.
     baseline: Option<Option<Vec<TestResult>>>,
     tests: Tests,
+    bite: Option<bite::BiteReport>,
     reasons: Vec<String>,
     notes: Vec<String>,
 }
@@ -781,6 +865,150 @@ impl GateRun<'_> {
             .preexisting_failures
             .extend(j.preexisting_failures);
         self.tests.flaky.extend(j.flaky);
+        Ok(())
+    }
+
+    /// The effective bite policy: the profile's, with command-line overrides.
+    fn bite_policy(&self) -> profile::BitePolicy {
+        let mut p = self.prep.profile.bite.clone();
+        if let Some(r) = self.opts.bite_require {
+            p.require = r;
+        }
+        if let Some(b) = self.opts.bite_build_failure {
+            p.build_failure = b;
+        }
+        p
+    }
+
+    /// The bite check (see [`bite`]): fills `self.bite`.
+    async fn run_bite(&mut self, step: &Step, head_results: &[TestResult]) -> Result<()> {
+        let policy = self.bite_policy();
+        let mut report = bite::BiteReport::new(&policy);
+        let started = Instant::now();
+        if self.opts.no_bite || !policy.enabled {
+            report.status = "skipped".into();
+            report.reasons.push("the bite check was turned off".into());
+            self.bite = Some(report);
+            return Ok(());
+        }
+        let runner = step.runner();
+        let input = bite::Input {
+            prep: self.prep,
+            runner,
+            argv: step.raw_argv(),
+            head_results,
+        };
+        let plan = tokio::task::block_in_place(|| bite::plan(&input, &mut report))?;
+        let w = testmap::weakened(&plan.test_changes);
+        report.removed_tests = w.removed;
+        report.weakened_tests = w.weakened;
+        if runner == Runner::Generic {
+            report.reasons.push(format!(
+                "step `{}` has no per-test results (runner generic), so tests cannot be selected",
+                step.name
+            ));
+        } else if report.production_files.is_empty() {
+            report
+                .reasons
+                .push("test-only change: there is no production change to revert".into());
+        } else if report.test_files.is_empty() {
+            report
+                .reasons
+                .push("no test changed: nothing to check without the production change (the test-presence rule decides)".into());
+        } else {
+            let touched = testmap::touched(
+                runner,
+                plan.go_module.as_deref(),
+                &plan.test_changes,
+                head_results,
+            );
+            report.warnings.extend(touched.notes);
+            let (run_ids, mut tests) = bite::at_head(&touched.ids, head_results);
+            if !run_ids.is_empty() {
+                let pb = self.ui.start(&format!(
+                    "bite check: {} without the production change",
+                    plural(run_ids.len(), "changed test")
+                ));
+                let places = places(self.opts, self.prep, "bite")?;
+                let objects = self.prep.objects.clone();
+                let base = git2::Oid::from_str(&self.prep.base.sha)?;
+                let preserve = self.prep.profile.room.preserve.clone();
+                let overlay = plan.overlay.clone();
+                let placement = places.room.clone();
+                let room = tokio::task::spawn_blocking(move || {
+                    Room::open(
+                        &objects,
+                        Target::Overlay {
+                            base,
+                            files: overlay,
+                        },
+                        placement,
+                        &preserve,
+                    )
+                })
+                .await
+                .context("room task")??;
+                let env = step_env(self.prep, &room, &places);
+                let limit = bite::timeout(&policy, step.timeout()?);
+                let mut covered = BTreeSet::new();
+                for (i, (cmd, ids)) in bite::commands(runner, &step.raw_argv(), &run_ids)
+                    .into_iter()
+                    .enumerate()
+                {
+                    let (results, outcomes) = steps::run_selection(
+                        step,
+                        &env,
+                        &[cmd],
+                        &format!("bite{i}-"),
+                        limit,
+                        self.cancel,
+                    )
+                    .await?;
+                    if self.cancel.is_cancelled() {
+                        return Err(VouchError::Interrupted.into());
+                    }
+                    let outcome = outcomes.first().cloned().unwrap_or_default();
+                    covered.extend(ids.iter().cloned());
+                    tests.extend(bite::outcomes(
+                        &ids,
+                        &results,
+                        outcome.exit_code,
+                        outcome.timed_out,
+                    ));
+                }
+                for id in run_ids.iter().filter(|id| !covered.contains(*id)) {
+                    tests.push(bite::BiteTest {
+                        id: id.clone(),
+                        outcome: bite::Outcome::Absent,
+                    });
+                }
+                drop(room);
+                self.ui.done(
+                    pb,
+                    &format!(
+                        "  {:<8} {:<16} {:>7}",
+                        "ran",
+                        "bite check",
+                        human(started.elapsed())
+                    ),
+                );
+            }
+            tests.sort_by(|a, b| a.id.cmp(&b.id));
+            let (status, reasons, warnings) = bite::decide(&tests, &policy);
+            report.status = status;
+            report.reasons.extend(reasons);
+            report.warnings.extend(warnings);
+            report.tests = tests;
+        }
+        report.duration_ms = bite::ms(started);
+        self.ui.line(&format!(
+            "  {:<8} {:<16} {:>7}  {}",
+            report.status,
+            "bite",
+            human(started.elapsed()),
+            report.reasons.join("; ")
+        ));
+        self.bite = Some(report);
         Ok(())
     }
 

@@ -43,8 +43,13 @@ pub struct ProfileInfo {
 #[derive(Clone, Debug, Serialize)]
 pub struct ChangedFile {
     pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old_path: Option<String>,
     pub class: PathClass,
     pub change: ChangeKind,
+    /// Both test and production code changed in this file (inline tests).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub mixed: bool,
     /// For files holding both (Rust inline tests): which parts changed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,

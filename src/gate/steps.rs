@@ -182,6 +182,7 @@ pub async fn missing_tool(
             stdout_path: env
                 .logs
                 .join(format!("{}.probe.stdout", file_stem(&step.name))),
+            merge_output: false,
         };
         match process::run(&spec, cancel).await {
             Ok(o) if o.success() => {}
@@ -258,6 +259,7 @@ pub async fn run_step(
         timeout: step.timeout()?,
         log_path: env.logs.join(format!("{stem}.log")),
         stdout_path: env.logs.join(format!("{stem}.stdout")),
+        merge_output: merge(step),
     };
     let command = process::quote_argv(&argv);
     let outcome = match process::run(&spec, cancel).await {
@@ -317,7 +319,7 @@ pub async fn run_step(
     let mut results = Vec::new();
     let mut tests = None;
     if step.kind == StepKind::Test {
-        let stdout = std::fs::read_to_string(&spec.stdout_path).unwrap_or_default();
+        let stdout = parser_input(step, &spec);
         let junit_text = std::fs::read_to_string(&junit).ok();
         results = testresults::parse(
             step.runner(),
@@ -372,9 +374,10 @@ pub async fn run_selection(
             timeout,
             log_path: env.logs.join(format!("{stem}.log")),
             stdout_path: env.logs.join(format!("{stem}.stdout")),
+            merge_output: merge(step),
         };
         let outcome = process::run(&spec, cancel).await?;
-        let stdout = std::fs::read_to_string(&spec.stdout_path).unwrap_or_default();
+        let stdout = parser_input(step, &spec);
         let junit_text = std::fs::read_to_string(&junit).ok();
         results.extend(testresults::parse(
             step.runner(),
@@ -390,6 +393,21 @@ pub async fn run_selection(
         }
     }
     Ok((results, outcomes))
+}
+
+/// What a runner's parser reads: cargo prints its `Running ...` target lines and build errors on stderr, and go
+/// its build errors, so those get the combined log (interleaved line by line); the others get stdout alone.
+fn parser_input(step: &Step, spec: &Spec) -> String {
+    let path = match step.runner() {
+        testresults::Runner::Go => &spec.log_path,
+        _ => &spec.stdout_path,
+    };
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// Whether a step's output streams must share one pipe (see [`Spec::merge_output`]).
+fn merge(step: &Step) -> bool {
+    step.kind == StepKind::Test && step.runner() == testresults::Runner::Cargo
 }
 
 pub fn counts(results: &[TestResult]) -> TestCounts {

@@ -1,0 +1,866 @@
+//! Which tests a change touches, and whether it removes or weakens existing ones.
+//!
+//! Test functions are found line by line per language (Go `func TestX`, Rust functions under a test attribute,
+//! Python `def test_*` with their decorators, node `test(...)`/`it(...)` calls). A changed line inside a test
+//! function selects that test (all its subtests, parametrized cases and table rows); a changed line outside any
+//! test function (a helper, a fixture, a skip list) or a changed non-code file (test data) selects every test of
+//! the file, package or directory, because real fixes often change only those (GATE_TRAPS 4). The ids come from
+//! the runner's results at head, so they are exactly what the runner can select.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::gate::testresults::{Runner, TestResult};
+
+/// A test function in a source file: its name and its lines (1-based, inclusive).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TestFn {
+    pub name: String,
+    pub start: usize,
+    pub end: usize,
+    /// Assertion-like calls in its body.
+    pub assertions: usize,
+    /// Skip markers on or in it (`#[ignore]`, `t.Skip`, `@pytest.mark.skip`, `test.skip`).
+    pub skips: usize,
+}
+
+/// One changed test path with both sides' text (None where the side has no such file or it is not text).
+#[derive(Clone, Debug)]
+pub struct TestChange {
+    pub path: String,
+    pub old: Option<String>,
+    pub new: Option<String>,
+}
+
+/// The tests a change touches.
+#[derive(Clone, Debug, Default)]
+pub struct Touched {
+    pub ids: BTreeSet<String>,
+    /// Why tests were selected wholesale (a helper or data file changed).
+    pub notes: Vec<String>,
+}
+
+/// Tests the change removed or weakened.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Weakened {
+    pub removed: Vec<String>,
+    pub weakened: Vec<String>,
+}
+
+fn lang(path: &str) -> Option<Runner> {
+    let ext = path.rsplit_once('.').map(|(_, e)| e)?;
+    match ext {
+        "go" => Some(Runner::Go),
+        "rs" => Some(Runner::Cargo),
+        "py" => Some(Runner::Pytest),
+        "js" | "mjs" | "cjs" | "ts" | "mts" | "cts" | "jsx" | "tsx" => Some(Runner::Node),
+        _ => None,
+    }
+}
+
+/// The test functions of a source file, by its extension.
+pub fn test_functions(path: &str, text: &str) -> Vec<TestFn> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut fns = match lang(path) {
+        Some(Runner::Go) => go_fns(&lines),
+        Some(Runner::Cargo) => rust_fns(&lines),
+        Some(Runner::Pytest) => python_fns(&lines),
+        Some(Runner::Node) => node_fns(&lines),
+        _ => Vec::new(),
+    };
+    let l = lang(path);
+    for f in &mut fns {
+        let body = &lines[f.start - 1..f.end.min(lines.len())];
+        f.assertions = body.iter().map(|line| count_assertions(l, line)).sum();
+        f.skips = body.iter().map(|line| count_skips(l, line)).sum();
+    }
+    fns
+}
+
+fn count_assertions(l: Option<Runner>, line: &str) -> usize {
+    let t = line.trim_start();
+    if t.starts_with("//") || t.starts_with('#') && l != Some(Runner::Cargo) {
+        return 0;
+    }
+    let pats: &[&str] = match l {
+        Some(Runner::Go) => &[
+            "t.Error", "t.Fatal", "t.Fail", "assert.", "require.", "b.Error", "b.Fatal",
+        ],
+        Some(Runner::Cargo) => &[
+            "assert!",
+            "assert_eq!",
+            "assert_ne!",
+            "assert_matches!",
+            "panic!(",
+            "#[should_panic",
+            ".unwrap_err()",
+            "prop_assert",
+        ],
+        Some(Runner::Pytest) => &[
+            "assert ",
+            "assert(",
+            "self.assert",
+            "pytest.raises",
+            "pytest.fail",
+            ".assert_",
+        ],
+        Some(Runner::Node) => &["assert.", "assert(", "expect(", "t.assert", ".should"],
+        _ => &[],
+    };
+    pats.iter().map(|p| line.matches(p).count()).sum()
+}
+
+fn count_skips(l: Option<Runner>, line: &str) -> usize {
+    let pats: &[&str] = match l {
+        Some(Runner::Go) => &["t.Skip"],
+        Some(Runner::Cargo) => &["#[ignore"],
+        Some(Runner::Pytest) => &["mark.skip", "mark.xfail", "pytest.skip(", "unittest.skip"],
+        Some(Runner::Node) => &[".skip(", ".todo(", "skip: true", "t.skip("],
+        _ => &[],
+    };
+    pats.iter().map(|p| line.matches(p).count()).sum()
+}
+
+fn go_fns(lines: &[&str]) -> Vec<TestFn> {
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(rest) = line.strip_prefix("func ") else {
+            continue;
+        };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let is_test = ["Test", "Fuzz", "Example", "Benchmark"]
+            .iter()
+            .any(|p| name.starts_with(p));
+        if !is_test {
+            continue;
+        }
+        let end = lines[i..]
+            .iter()
+            .position(|l| l.starts_with('}'))
+            .map_or(lines.len(), |p| i + p + 1);
+        out.push(TestFn {
+            name,
+            start: i + 1,
+            end,
+            assertions: 0,
+            skips: 0,
+        });
+    }
+    out
+}
+
+/// Counts braces on a line, skipping string and char literals and `//` comments (roughly: enough for tests).
+fn brace_delta(line: &str) -> i64 {
+    let mut depth = 0i64;
+    let mut chars = line.chars().peekable();
+    let mut in_str = false;
+    while let Some(c) = chars.next() {
+        if in_str {
+            match c {
+                '\\' => {
+                    chars.next();
+                }
+                '"' => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_str = true,
+            '\'' => {
+                // A char literal like '{' or '\n'; lifetimes ('a) have no closing quote soon after.
+                let mut look = chars.clone();
+                let a = look.next();
+                let b = look.next();
+                let c3 = look.next();
+                if a == Some('\\') && c3 == Some('\'') || b == Some('\'') {
+                    chars.next();
+                    chars.next();
+                    if a == Some('\\') {
+                        chars.next();
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'/') => break,
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    depth
+}
+
+fn block_end(lines: &[&str], from: usize) -> usize {
+    let mut depth = 0i64;
+    let mut opened = false;
+    for (j, line) in lines.iter().enumerate().skip(from) {
+        let d = brace_delta(line);
+        if line.contains('{') {
+            opened = true;
+        }
+        depth += d;
+        if opened && depth <= 0 {
+            return j + 1;
+        }
+    }
+    lines.len()
+}
+
+fn rust_fns(lines: &[&str]) -> Vec<TestFn> {
+    let mut out = Vec::new();
+    let mut attr_start: Option<usize> = None;
+    let mut is_test = false;
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with("#[") {
+            attr_start.get_or_insert(i);
+            let attr = t.trim_start_matches("#[");
+            let path: String = attr
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            if path
+                .rsplit("::")
+                .next()
+                .is_some_and(|last| last == "test" || last.ends_with("_test"))
+                || ["rstest", "test_case", "quickcheck", "proptest"].contains(&path.as_str())
+            {
+                is_test = true;
+            }
+            continue;
+        }
+        if t.starts_with("///") || t.starts_with("//") {
+            continue;
+        }
+        if is_test {
+            if let Some(pos) = t.find("fn ") {
+                let name: String = t[pos + 3..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    let start = attr_start.unwrap_or(i);
+                    out.push(TestFn {
+                        name,
+                        start: start + 1,
+                        end: block_end(lines, i),
+                        assertions: 0,
+                        skips: 0,
+                    });
+                }
+            }
+        }
+        attr_start = None;
+        is_test = false;
+    }
+    out
+}
+
+fn indent(line: &str) -> usize {
+    line.len() - line.trim_start().len()
+}
+
+fn python_fns(lines: &[&str]) -> Vec<TestFn> {
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim_start();
+        let rest = t
+            .strip_prefix("async def ")
+            .or_else(|| t.strip_prefix("def "));
+        let Some(rest) = rest else { continue };
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if !name.starts_with("test") {
+            continue;
+        }
+        let ind = indent(line);
+        let mut start = i;
+        while start > 0
+            && indent(lines[start - 1]) == ind
+            && lines[start - 1].trim_start().starts_with('@')
+        {
+            start -= 1;
+        }
+        // A decorator may span lines (a parametrize list): walk up through lines indented deeper than `ind`
+        // when an `@` line at `ind` is found above them.
+        let mut probe = start;
+        while probe > 0 {
+            let prev = lines[probe - 1];
+            if prev.trim().is_empty() {
+                break;
+            }
+            if indent(prev) > ind
+                || prev.trim_start().starts_with(')')
+                || prev.trim_start().starts_with(']')
+            {
+                probe -= 1;
+                continue;
+            }
+            if indent(prev) == ind && prev.trim_start().starts_with('@') {
+                probe -= 1;
+                start = probe;
+                continue;
+            }
+            break;
+        }
+        let mut end = i + 1;
+        for (j, l) in lines.iter().enumerate().skip(i + 1) {
+            if l.trim().is_empty() {
+                continue;
+            }
+            if indent(l) <= ind {
+                break;
+            }
+            end = j + 1;
+        }
+        out.push(TestFn {
+            name,
+            start: start + 1,
+            end,
+            assertions: 0,
+            skips: 0,
+        });
+    }
+    out
+}
+
+fn node_fns(lines: &[&str]) -> Vec<TestFn> {
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim_start();
+        let callee: String = t
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '.' || *c == '_')
+            .collect();
+        let base = callee.split('.').next().unwrap_or("");
+        if !matches!(base, "test" | "it") || !t[callee.len()..].starts_with('(') {
+            continue;
+        }
+        let after = t[callee.len() + 1..].trim_start();
+        let Some(q) = after
+            .chars()
+            .next()
+            .filter(|c| matches!(c, '\'' | '"' | '`'))
+        else {
+            continue;
+        };
+        let Some(close) = after[1..].find(q) else {
+            continue;
+        };
+        let name = after[1..1 + close].to_owned();
+        out.push(TestFn {
+            name,
+            start: i + 1,
+            end: block_end(lines, i),
+            assertions: 0,
+            skips: 0,
+        });
+    }
+    out
+}
+
+/// Line numbers touched by the change: new-side lines inserted or replaced, and old-side lines deleted.
+fn touched_lines(old: &str, new: &str) -> (BTreeSet<usize>, BTreeSet<usize>) {
+    let diff = similar::TextDiff::from_lines(old, new);
+    let mut new_lines = BTreeSet::new();
+    let mut old_lines = BTreeSet::new();
+    for op in diff.ops() {
+        for change in diff.iter_changes(op) {
+            if change.value().trim().is_empty() {
+                continue;
+            }
+            match change.tag() {
+                similar::ChangeTag::Insert => {
+                    if let Some(n) = change.new_index() {
+                        new_lines.insert(n + 1);
+                    }
+                }
+                similar::ChangeTag::Delete => {
+                    if let Some(o) = change.old_index() {
+                        old_lines.insert(o + 1);
+                    }
+                }
+                similar::ChangeTag::Equal => {}
+            }
+        }
+    }
+    (new_lines, old_lines)
+}
+
+/// The Go import path of the package in `dir` (repository-relative), given the module path from go.mod.
+pub fn go_import_path(module: &str, dir: &str) -> String {
+    if dir.is_empty() {
+        module.to_owned()
+    } else {
+        format!("{module}/{dir}")
+    }
+}
+
+fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(d, _)| d)
+}
+
+/// Splits a head id into (file or package, test name, top-level function name) per runner.
+struct IdParts<'a> {
+    scope: &'a str,
+    top: String,
+}
+
+fn id_parts(runner: Runner, id: &str) -> Option<IdParts<'_>> {
+    match runner {
+        Runner::Go => {
+            let (pkg, test) = id.split_once("::")?;
+            Some(IdParts {
+                scope: pkg,
+                top: test.split('/').next()?.to_owned(),
+            })
+        }
+        Runner::Cargo => {
+            let (target, test) = id.split_once("::")?;
+            let path = target.split_once('@').map_or(target, |(_, p)| p);
+            Some(IdParts {
+                scope: path,
+                top: test.rsplit("::").next()?.to_owned(),
+            })
+        }
+        Runner::Pytest => {
+            let (file, rest) = id.split_once("::")?;
+            let last = rest.rsplit("::").next()?;
+            Some(IdParts {
+                scope: file,
+                top: last.split('[').next()?.to_owned(),
+            })
+        }
+        Runner::Node => {
+            let (file, rest) = id.split_once("::")?;
+            Some(IdParts {
+                scope: file,
+                top: rest.rsplit(" > ").next()?.to_owned(),
+            })
+        }
+        Runner::Generic => None,
+    }
+}
+
+/// The module path of a Rust source file under `src/` (`src/a/b.rs` → `a::b`, `src/a/mod.rs` → `a`).
+fn rust_module(path: &str) -> Option<String> {
+    let rest = path.strip_prefix("src/")?.strip_suffix(".rs")?;
+    let rest = rest.strip_suffix("/mod").unwrap_or(rest);
+    if rest == "lib" || rest == "main" {
+        return Some(String::new());
+    }
+    Some(rest.replace('/', "::"))
+}
+
+/// Whether a head id belongs to a changed test file (`path`).
+fn id_in_file(runner: Runner, go_module: Option<&str>, path: &str, id: &str) -> bool {
+    let Some(parts) = id_parts(runner, id) else {
+        return false;
+    };
+    match runner {
+        Runner::Go => go_module.is_some_and(|m| parts.scope == go_import_path(m, parent(path))),
+        Runner::Cargo => {
+            if path.starts_with("tests/") {
+                // An integration test target is a file in tests/ or a directory with main.rs.
+                let target_dir = path
+                    .strip_prefix("tests/")
+                    .and_then(|r| r.split_once('/'))
+                    .map(|(d, _)| d);
+                match target_dir {
+                    Some(d) => parts.scope.starts_with(&format!("tests/{d}/")),
+                    None => parts.scope == path,
+                }
+            } else if let Some(module) = rust_module(path) {
+                let (_, test) = id.split_once("::").unwrap_or(("", id));
+                parts.scope.starts_with("src/")
+                    && (module.is_empty()
+                        || test.starts_with(&format!("{module}::"))
+                        || parts.scope == path)
+            } else {
+                false
+            }
+        }
+        Runner::Pytest | Runner::Node => parts.scope == path,
+        Runner::Generic => false,
+    }
+}
+
+/// Whether a head id lives under a directory (for data files and conftest.py).
+fn id_under_dir(runner: Runner, go_module: Option<&str>, dir: &str, id: &str) -> bool {
+    let Some(parts) = id_parts(runner, id) else {
+        return false;
+    };
+    match runner {
+        Runner::Go => go_module.is_some_and(|m| {
+            let root = go_import_path(m, dir);
+            parts.scope == root || parts.scope.starts_with(&format!("{root}/"))
+        }),
+        _ => dir.is_empty() || parts.scope.starts_with(&format!("{dir}/")),
+    }
+}
+
+/// The tests at head that the change touches. `head` are the runner's results at head.
+pub fn touched(
+    runner: Runner,
+    go_module: Option<&str>,
+    changes: &[TestChange],
+    head: &[TestResult],
+) -> Touched {
+    let mut out = Touched::default();
+    for ch in changes {
+        let Some(new) = &ch.new else { continue };
+        let in_file: Vec<&str> = head
+            .iter()
+            .map(|r| r.id.as_str())
+            .filter(|id| id_in_file(runner, go_module, &ch.path, id))
+            .collect();
+        let is_code = lang(&ch.path).is_some();
+        let is_conftest = ch.path.ends_with("conftest.py");
+        if !is_code || is_conftest {
+            // Test data, fixtures, conftest.py: every test under the nearest test directory.
+            let mut dir = parent(&ch.path).to_owned();
+            if let Some(pos) = dir.find("testdata") {
+                dir = dir[..pos].trim_end_matches('/').to_owned();
+            }
+            let ids: Vec<&str> = head
+                .iter()
+                .map(|r| r.id.as_str())
+                .filter(|id| id_under_dir(runner, go_module, &dir, id))
+                .collect();
+            out.notes.push(format!(
+                "{} changed: selected the {} under {}",
+                ch.path,
+                crate::gate::steps::plural(ids.len(), "test"),
+                if dir.is_empty() {
+                    "the repository"
+                } else {
+                    &dir
+                }
+            ));
+            out.ids.extend(ids.into_iter().map(str::to_owned));
+            continue;
+        }
+        let Some(old) = &ch.old else {
+            out.ids.extend(in_file.iter().map(|s| s.to_string()));
+            continue;
+        };
+        let new_fns = test_functions(&ch.path, new);
+        let old_fns = test_functions(&ch.path, old);
+        let (new_lines, old_lines) = touched_lines(old, new);
+        let mut names = BTreeSet::new();
+        let mut outside = false;
+        for n in &new_lines {
+            match new_fns.iter().find(|f| f.start <= *n && *n <= f.end) {
+                Some(f) => {
+                    names.insert(f.name.clone());
+                }
+                None => outside = true,
+            }
+        }
+        for o in &old_lines {
+            match old_fns.iter().find(|f| f.start <= *o && *o <= f.end) {
+                Some(f) => {
+                    names.insert(f.name.clone());
+                }
+                None => outside = true,
+            }
+        }
+        // Rust and other files holding production code too: lines outside tests are production, not helpers.
+        let mixed = runner == Runner::Cargo && ch.path.starts_with("src/");
+        if outside && !mixed {
+            out.notes.push(format!(
+                "{} changed outside test functions: selected all {} of it",
+                ch.path,
+                crate::gate::steps::plural(in_file.len(), "test")
+            ));
+            out.ids.extend(in_file.iter().map(|s| s.to_string()));
+            continue;
+        }
+        for id in in_file {
+            if id_parts(runner, id).is_some_and(|p| names.contains(&p.top)) {
+                out.ids.insert(id.to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// Tests the change deletes, and tests that lose assertions or gain skip markers.
+pub fn weakened(changes: &[TestChange]) -> Weakened {
+    let mut w = Weakened::default();
+    for ch in changes {
+        let Some(old) = &ch.old else { continue };
+        let old_fns = test_functions(&ch.path, old);
+        if old_fns.is_empty() {
+            continue;
+        }
+        let new_fns: BTreeMap<String, TestFn> = ch
+            .new
+            .as_deref()
+            .map(|n| test_functions(&ch.path, n))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|f| (f.name.clone(), f))
+            .collect();
+        for f in &old_fns {
+            match new_fns.get(&f.name) {
+                None => w.removed.push(format!("{}::{}", ch.path, f.name)),
+                Some(n) if n.assertions < f.assertions => w.weakened.push(format!(
+                    "{}::{} has fewer assertions ({} → {})",
+                    ch.path, f.name, f.assertions, n.assertions
+                )),
+                Some(n) if n.skips > f.skips => w
+                    .weakened
+                    .push(format!("{}::{} is now skipped", ch.path, f.name)),
+                Some(_) => {}
+            }
+        }
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::testresults::TestStatus;
+
+    fn pass(id: &str) -> TestResult {
+        TestResult {
+            id: id.into(),
+            status: TestStatus::Pass,
+            duration_ms: None,
+            message: None,
+        }
+    }
+
+    fn change(path: &str, old: Option<&str>, new: Option<&str>) -> TestChange {
+        TestChange {
+            path: path.into(),
+            old: old.map(Into::into),
+            new: new.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn go_test_functions_are_found_with_their_assertions() {
+        let src = "package x\n\nfunc helper() {}\n\nfunc TestA(t *testing.T) {\n\tif 1 != 1 {\n\t\tt.Fatal(\"x\")\n\t}\n}\n\nfunc TestB(t *testing.T) {\n\tt.Skip(\"later\")\n}\n";
+        let fns = test_functions("x_test.go", src);
+        assert_eq!(
+            fns,
+            vec![
+                TestFn {
+                    name: "TestA".into(),
+                    start: 5,
+                    end: 9,
+                    assertions: 1,
+                    skips: 0
+                },
+                TestFn {
+                    name: "TestB".into(),
+                    start: 11,
+                    end: 13,
+                    assertions: 0,
+                    skips: 1
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn rust_test_functions_start_at_their_attributes_and_end_at_their_brace() {
+        let src = "fn helper() -> &'static str { \"}\" }\n\n#[test]\n#[ignore]\nfn a() {\n    let s = '{';\n    assert_eq!(helper(), \"}\");\n}\n\n#[tokio::test]\nasync fn b() {\n    assert!(true);\n}\n";
+        let fns = test_functions("tests/x.rs", src);
+        assert_eq!(
+            fns,
+            vec![
+                TestFn {
+                    name: "a".into(),
+                    start: 3,
+                    end: 8,
+                    assertions: 1,
+                    skips: 1
+                },
+                TestFn {
+                    name: "b".into(),
+                    start: 10,
+                    end: 13,
+                    assertions: 1,
+                    skips: 0
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn python_tests_include_their_multiline_decorators() {
+        let src = "import pytest\n\n\n@pytest.mark.parametrize(\n    \"x\",\n    [1, 2],\n)\ndef test_x(x):\n    assert x\n\n\nclass TestC:\n    def test_y(self):\n        assert 1\n";
+        let fns = test_functions("tests/test_a.py", src);
+        assert_eq!(
+            fns.iter()
+                .map(|f| (f.name.as_str(), f.start, f.end))
+                .collect::<Vec<_>>(),
+            vec![("test_x", 4, 9), ("test_y", 13, 14)]
+        );
+    }
+
+    #[test]
+    fn node_tests_are_found_by_their_names() {
+        let src = "const test = require('node:test');\n\ntest('adds', () => {\n  assert.strictEqual(1, 1);\n});\n\ndescribe('suite', () => {\n  it(\"works\", () => {\n    expect(1).toBe(1);\n  });\n});\n";
+        let fns = test_functions("test/a.test.js", src);
+        assert_eq!(
+            fns.iter()
+                .map(|f| (f.name.as_str(), f.start, f.end, f.assertions))
+                .collect::<Vec<_>>(),
+            vec![("adds", 3, 5, 1), ("works", 8, 10, 1)]
+        );
+    }
+
+    #[test]
+    fn a_go_table_row_added_selects_the_table_test_and_its_subtests_only() {
+        let old = "package calc\n\nfunc TestAdd(t *testing.T) {\n\tcases := []int{1}\n\t_ = cases\n}\n\nfunc TestOther(t *testing.T) {}\n";
+        let new = "package calc\n\nfunc TestAdd(t *testing.T) {\n\tcases := []int{1,\n\t\t2}\n\t_ = cases\n}\n\nfunc TestOther(t *testing.T) {}\n";
+        let head = [
+            pass("example.com/m::TestAdd"),
+            pass("example.com/m::TestAdd/case_2"),
+            pass("example.com/m::TestOther"),
+            pass("example.com/m/sub::TestAdd"),
+        ];
+        let t = touched(
+            Runner::Go,
+            Some("example.com/m"),
+            &[change("calc_test.go", Some(old), Some(new))],
+            &head,
+        );
+        assert_eq!(
+            t.ids,
+            ["example.com/m::TestAdd", "example.com/m::TestAdd/case_2"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        );
+    }
+
+    #[test]
+    fn a_changed_helper_selects_every_test_of_the_file() {
+        let old = "def helper():\n    return 1\n\n\ndef test_a():\n    assert helper()\n\n\ndef test_b():\n    assert 1\n";
+        let new = old.replace("return 1", "return 2");
+        let head = [
+            pass("tests/test_x.py::test_a"),
+            pass("tests/test_x.py::test_b"),
+            pass("tests/test_y.py::test_a"),
+        ];
+        let t = touched(
+            Runner::Pytest,
+            None,
+            &[change("tests/test_x.py", Some(old), Some(&new))],
+            &head,
+        );
+        assert_eq!(t.ids.len(), 2);
+        assert!(t.notes[0].contains("outside test functions"));
+    }
+
+    #[test]
+    fn a_parametrized_case_added_selects_all_cases_of_that_test() {
+        let old = "import pytest\n\n\n@pytest.mark.parametrize(\"x\", [1])\ndef test_x(x):\n    assert x\n\n\ndef test_z():\n    assert 1\n";
+        let new = old.replace("[1]", "[1, 2]");
+        let head = [
+            pass("tests/test_p.py::test_x[1]"),
+            pass("tests/test_p.py::test_x[2]"),
+            pass("tests/test_p.py::test_z"),
+        ];
+        let t = touched(
+            Runner::Pytest,
+            None,
+            &[change("tests/test_p.py", Some(old), Some(&new))],
+            &head,
+        );
+        assert_eq!(
+            t.ids,
+            ["tests/test_p.py::test_x[1]", "tests/test_p.py::test_x[2]"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        );
+    }
+
+    #[test]
+    fn testdata_changes_select_the_package_tests() {
+        let head = [
+            pass("example.com/m/parse::TestA"),
+            pass("example.com/m::TestB"),
+        ];
+        let t = touched(
+            Runner::Go,
+            Some("example.com/m"),
+            &[change("parse/testdata/in.txt", Some("a"), Some("b"))],
+            &head,
+        );
+        assert_eq!(
+            t.ids,
+            ["example.com/m/parse::TestA".to_string()]
+                .into_iter()
+                .collect()
+        );
+    }
+
+    #[test]
+    fn rust_inline_tests_in_src_select_by_module_and_name() {
+        let old = "pub fn f() {}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn old() {}\n}\n";
+        let new = "pub fn f() { }\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn old() {}\n\n    #[test]\n    fn new_one() {\n        assert!(true);\n    }\n}\n";
+        let head = [
+            pass("calc@src/lib.rs::parse::tests::old"),
+            pass("calc@src/lib.rs::parse::tests::new_one"),
+            pass("calc@src/lib.rs::tests::new_one"),
+        ];
+        let t = touched(
+            Runner::Cargo,
+            None,
+            &[change("src/parse.rs", Some(old), Some(new))],
+            &head,
+        );
+        assert_eq!(
+            t.ids,
+            ["calc@src/lib.rs::parse::tests::new_one".to_string()]
+                .into_iter()
+                .collect()
+        );
+    }
+
+    #[test]
+    fn a_new_test_file_selects_all_its_tests() {
+        let head = [
+            pass("abs@tests/abs.rs::a"),
+            pass("abs@tests/abs.rs::b"),
+            pass("api@tests/api.rs::c"),
+        ];
+        let t = touched(
+            Runner::Cargo,
+            None,
+            &[change("tests/abs.rs", None, Some("#[test]\nfn a() {}\n"))],
+            &head,
+        );
+        assert_eq!(t.ids.len(), 2);
+    }
+
+    #[test]
+    fn removed_and_weakened_tests_are_reported() {
+        let old = "def test_a():\n    assert 1\n    assert 2\n\n\ndef test_b():\n    assert 1\n\n\ndef test_c():\n    assert 1\n";
+        let new =
+            "def test_a():\n    assert 1\n\n\n@pytest.mark.skip\ndef test_c():\n    assert 1\n";
+        let w = weakened(&[change("tests/test_w.py", Some(old), Some(new))]);
+        assert_eq!(w.removed, vec!["tests/test_w.py::test_b".to_string()]);
+        assert_eq!(
+            w.weakened,
+            vec![
+                "tests/test_w.py::test_a has fewer assertions (2 → 1)".to_string(),
+                "tests/test_w.py::test_c is now skipped".to_string()
+            ]
+        );
+        let gone = weakened(&[change("tests/test_w.py", Some(old), None)]);
+        assert_eq!(gone.removed.len(), 3);
+    }
+}

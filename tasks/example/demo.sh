@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The quick start: build vouch, make the example repository under workspaces/example, and gate two changes:
+# a real fix with a regression test (PASS), and a change that claims GO but breaks a test (FAIL, claim overturned).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1
+export GIT_AUTHOR_NAME="vouch example" GIT_AUTHOR_EMAIL="example@vouch.invalid"
+export GIT_COMMITTER_NAME="vouch example" GIT_COMMITTER_EMAIL="example@vouch.invalid"
+
+echo "== building vouch (release)"
+cargo build --release --quiet
+vouch="$PWD/target/release/vouch"
+reports="$PWD/workspaces/example-reports"
+
+# Replaces the body of word_count in src/lib.rs with $1.
+replace_body() {
+  BODY="$1" awk '
+    /^pub fn word_count/ { print; getline; print "    " ENVIRON["BODY"]; next }
+    { print }' src/lib.rs > src/lib.rs.new
+  mv src/lib.rs.new src/lib.rs
+}
+
+echo "== creating workspaces/example from tasks/example/repo"
+rm -rf workspaces/example "$reports"
+mkdir -p workspaces/example "$reports"
+cp -r tasks/example/repo/. workspaces/example/
+cd workspaces/example
+git init -q -b main
+git add -A
+git commit -q -m "textstats: word and line counts"
+
+echo "== change 1: a real fix with a regression test"
+git switch -q -c fix/word-count
+replace_body 'text.split_whitespace().count()'
+cat >> tests/words.rs <<'RS'
+
+#[test]
+fn counts_words_separated_by_tabs_and_newlines() {
+    assert_eq!(word_count("one\ttwo\nthree"), 3);
+}
+RS
+git commit -q -am "word_count: split on any whitespace" -m "Agent-Verdict: GO"
+"$vouch" gate --base main --markdown "$reports/good.md" --json "$reports/good.json" && good=$? || good=$?
+
+echo
+echo "== change 2: claims GO, but its new test fails"
+git switch -q main
+git switch -q -c fix/word-count-wrong
+replace_body "text.split(['\\t', ' ']).filter(|w| !w.is_empty()).count()"
+cat >> tests/words.rs <<'RS'
+
+#[test]
+fn counts_words_separated_by_tabs_and_newlines() {
+    assert_eq!(word_count("one\ttwo\nthree"), 3);
+}
+RS
+git commit -q -am "word_count: split on tabs" -m "Agent-Verdict: GO"
+"$vouch" gate --base main --markdown "$reports/wrong.md" --json "$reports/wrong.json" && wrong=$? || wrong=$?
+
+echo
+echo "== result: the real fix exited $good (0 = pass), the wrong one exited $wrong (1 = fail)"
+echo "   reports: $reports/{good,wrong}.{md,json}"
+[ "$good" = 0 ] && [ "$wrong" = 1 ]

@@ -1,0 +1,52 @@
+//! `vouch gate` on a Node.js package: node --test with the JUnit reporter.
+
+use crate::util::Repo;
+
+const PACKAGE: &str =
+    "{\n  \"name\": \"calc\",\n  \"version\": \"1.0.0\",\n  \"private\": true\n}\n";
+const CALC: &str = "function add(a, b) {\n  return a + b;\n}\n\nfunction abs(x) {\n  return x < 0 ? x : x;\n}\n\nmodule.exports = { add, abs };\n";
+const CALC_TEST: &str = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add } = require('../calc');\n\ntest('adds', () => {\n  assert.strictEqual(add(2, 3), 5);\n});\n";
+const ABS_TEST: &str = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { abs } = require('../calc');\n\ntest('abs of a negative number is positive', () => {\n  assert.strictEqual(abs(-3), 3);\n});\n";
+
+fn package() -> Repo {
+    Repo::with_files(&[
+        ("package.json", PACKAGE),
+        ("calc.js", CALC),
+        ("test/calc.test.js", CALC_TEST),
+    ])
+}
+
+#[test]
+fn a_correct_node_fix_with_its_test_passes() {
+    let repo = package();
+    repo.write("calc.js", &CALC.replace("x < 0 ? x : x", "x < 0 ? -x : x"));
+    repo.write("test/abs.test.js", ABS_TEST);
+    repo.commit("fix abs");
+    let g = repo.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    assert_eq!(g.report()["profile"]["name"], "node");
+    assert_eq!(g.step("test")["tests"]["passed"], 2, "{}", g.explain());
+    assert_eq!(g.step("prettier")["status"], "skipped");
+}
+
+#[test]
+fn a_new_failing_node_test_is_blamed_and_an_old_one_is_not() {
+    let repo = Repo::with_files(&[
+        ("package.json", PACKAGE),
+        ("calc.js", CALC),
+        ("test/calc.test.js", CALC_TEST),
+        ("test/legacy.test.js", "const test = require('node:test');\nconst assert = require('node:assert');\n\ntest('legacy is broken', () => {\n  assert.strictEqual(1 + 1, 3);\n});\n"),
+    ]);
+    repo.write("test/abs.test.js", ABS_TEST);
+    repo.commit("a test for abs, without the fix");
+    let g = repo.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.verdict(), "fail", "{}", g.explain());
+    assert_eq!(
+        g.tests("new_failures"),
+        vec!["test/abs.test.js::abs of a negative number is positive".to_string()]
+    );
+    assert_eq!(
+        g.tests("preexisting_failures"),
+        vec!["test/legacy.test.js::legacy is broken".to_string()]
+    );
+}

@@ -1,0 +1,6 @@
+mod cli;
+mod gate_go;
+mod gate_node;
+mod gate_python;
+mod gate_rules;
+mod gate_rust;

@@ -1,0 +1,3 @@
+const test = require('node:test');
+test('before exit', () => {});
+process.exit(3);

@@ -1,0 +1,2 @@
+const test = require('node:test');
+test('never', () => {}
