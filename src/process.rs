@@ -2,26 +2,27 @@
 //!
 //! Every child runs in its own process group with stdin closed. A timeout or a cancellation (Ctrl-C) kills the
 //! whole group, first politely (SIGTERM), then for sure (SIGKILL); when the main process exits normally the group
-//! is killed too, so a test that leaves a server or a `sleep` behind cannot outlive its step. Output is written in
-//! full to disk (a combined log, and stdout alone for parsers) and kept in memory only as a capped head and tail.
+//! is killed too, so a test that leaves a server or a `sleep` behind cannot outlive its step.
+//!
+//! Output goes straight from the child to files, never through vouch: the full log stays on disk, only its head
+//! and tail are read back into memory, nothing can block on a pipe that a stray grandchild keeps open, and test
+//! runners run as fast as they do with output redirected to a file (measurably faster than into a pipe).
 
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// Bytes of output kept in memory from the start of a run.
-const HEAD_CAP: usize = 16 * 1024;
+const HEAD_CAP: u64 = 16 * 1024;
 /// Bytes of output kept in memory from the end of a run.
-const TAIL_CAP: usize = 48 * 1024;
+const TAIL_CAP: u64 = 48 * 1024;
 /// How long a group gets between SIGTERM and SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(2);
-/// How long we wait for pipes to close after the main process exited and its group was killed.
-const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -32,10 +33,11 @@ pub struct Spec {
     pub timeout: Duration,
     /// Where the combined stdout and stderr go, in full.
     pub log_path: PathBuf,
-    /// Where stdout alone goes, in full (for parsers). With `merge_output`, everything goes there.
+    /// Where stdout alone goes, in full (for parsers). With `merge_output` it is the combined log.
     pub stdout_path: PathBuf,
-    /// Give the child one pipe for stdout and stderr, so their order is exactly the order of writes (cargo
-    /// prints a test binary's name on stderr and its results on stdout; two pipes can reorder them).
+    /// stdout and stderr into one file, in the exact order of writes (cargo prints a test binary's name on
+    /// stderr and its results on stdout). Without it, stdout and stderr go to files of their own and the log is
+    /// stdout followed by stderr.
     pub merge_output: bool,
 }
 
@@ -63,9 +65,9 @@ impl Outcome {
     /// The last `lines` lines of output.
     pub fn tail_lines(&self, lines: usize) -> String {
         let text = if self.truncated {
-            &self.tail
+            self.tail.clone()
         } else {
-            &self.head_and_tail()
+            self.head_and_tail()
         };
         let all: Vec<&str> = text.lines().collect();
         let start = all.len().saturating_sub(lines);
@@ -103,51 +105,31 @@ pub fn find_program(program: &str, path: Option<&str>, cwd: &Path) -> Option<Pat
     which::which_in(program, Some(path), cwd).ok()
 }
 
-#[derive(Default)]
-struct Capture {
-    head: Vec<u8>,
-    tail: std::collections::VecDeque<u8>,
-    total: usize,
+fn create(path: &Path) -> Result<File> {
+    File::create(path).with_context(|| format!("create log file {}", path.display()))
 }
 
-impl Capture {
-    fn push(&mut self, bytes: &[u8]) {
-        self.total += bytes.len();
-        let room = HEAD_CAP.saturating_sub(self.head.len());
-        let (to_head, rest) = bytes.split_at(room.min(bytes.len()));
-        self.head.extend_from_slice(to_head);
-        self.tail.extend(rest);
-        while self.tail.len() > TAIL_CAP {
-            self.tail.pop_front();
-        }
-    }
+fn stderr_path(spec: &Spec) -> PathBuf {
+    spec.stdout_path.with_extension("stderr")
 }
 
 /// Runs `spec` to the end, a timeout, or cancellation. An `Err` means the process could not be started.
 pub async fn run(spec: &Spec, cancel: &CancellationToken) -> Result<Outcome> {
     let (program, args) = spec.argv.split_first().context("empty command line")?;
-    let mut log = tokio::fs::File::create(&spec.log_path)
-        .await
-        .with_context(|| format!("create log file {}", spec.log_path.display()))?;
-    let mut out = tokio::fs::File::create(&spec.stdout_path)
-        .await
-        .with_context(|| format!("create log file {}", spec.stdout_path.display()))?;
-
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
         .current_dir(&spec.cwd)
         .stdin(Stdio::null())
         .process_group(0)
         .kill_on_drop(true);
-    let merged = if spec.merge_output {
-        let (reader, writer) = std::io::pipe().context("create an output pipe")?;
-        cmd.stdout(writer.try_clone().context("share the output pipe")?)
-            .stderr(writer);
-        Some(reader)
+    if spec.merge_output {
+        let log = create(&spec.log_path)?;
+        cmd.stdout(log.try_clone().context("share the log file")?)
+            .stderr(log);
     } else {
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        None
-    };
+        cmd.stdout(create(&spec.stdout_path)?)
+            .stderr(create(&stderr_path(spec))?);
+    }
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
@@ -156,40 +138,8 @@ pub async fn run(spec: &Spec, cancel: &CancellationToken) -> Result<Outcome> {
     let mut child = cmd
         .spawn()
         .with_context(|| format!("start `{}`", quote_argv(&spec.argv)))?;
-    // The command holds our copies of the pipe's write end: drop it, or the reader never sees the end.
     drop(cmd);
-    let pgid = child.id().map(|id| id as i32);
-    let guard = GroupGuard(pgid);
-
-    let (tx, mut rx) = mpsc::channel::<(bool, Vec<u8>)>(64);
-    let mut readers = Vec::new();
-    if let Some(stdout) = child.stdout.take() {
-        readers.push(tokio::spawn(pump(stdout, true, tx.clone())));
-    }
-    if let Some(stderr) = child.stderr.take() {
-        readers.push(tokio::spawn(pump(stderr, false, tx.clone())));
-    }
-    if let Some(reader) = merged {
-        let tx = tx.clone();
-        readers.push(tokio::task::spawn_blocking(move || {
-            pump_blocking(reader, tx)
-        }));
-    }
-    drop(tx);
-
-    let writer = tokio::spawn(async move {
-        let mut cap = Capture::default();
-        while let Some((is_stdout, bytes)) = rx.recv().await {
-            let _ = log.write_all(&bytes).await;
-            if is_stdout {
-                let _ = out.write_all(&bytes).await;
-            }
-            cap.push(&bytes);
-        }
-        let _ = log.flush().await;
-        let _ = out.flush().await;
-        cap
-    });
+    let guard = GroupGuard(child.id().map(|id| id as i32));
 
     let mut outcome = Outcome::default();
     let deadline = tokio::time::sleep(spec.timeout);
@@ -219,83 +169,64 @@ pub async fn run(spec: &Spec, cancel: &CancellationToken) -> Result<Outcome> {
         outcome.exit_code = status.code();
         outcome.signal = status.signal();
     }
-    for reader in readers {
-        // A grandchild that left the group may hold a pipe open: do not wait for it forever.
-        if tokio::time::timeout(DRAIN_GRACE, reader).await.is_err() {
-            tracing::warn!(
-                "output of `{}` still open after exit; stopped reading",
-                program
-            );
+    outcome.duration = start.elapsed();
+    if spec.merge_output {
+        if spec.stdout_path != spec.log_path {
+            let _ = std::fs::remove_file(&spec.stdout_path);
+            std::fs::hard_link(&spec.log_path, &spec.stdout_path)
+                .or_else(|_| std::fs::copy(&spec.log_path, &spec.stdout_path).map(|_| ()))
+                .context("write the stdout log")?;
+        }
+    } else {
+        let mut log = create(&spec.log_path)?;
+        let mut ends_with_newline = true;
+        for part in [spec.stdout_path.clone(), stderr_path(spec)] {
+            if let Ok(mut f) = File::open(&part) {
+                let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+                if len == 0 {
+                    continue;
+                }
+                if !ends_with_newline {
+                    std::io::Write::write_all(&mut log, b"\n")?;
+                }
+                std::io::copy(&mut f, &mut log).context("write the combined log")?;
+                let mut last = [0u8; 1];
+                f.seek(SeekFrom::Start(len - 1))?;
+                f.read_exact(&mut last)?;
+                ends_with_newline = last[0] == b'\n';
+            }
         }
     }
-    let cap = writer.await.unwrap_or_default();
-    outcome.duration = start.elapsed();
-    outcome.truncated = cap.total > cap.head.len() + cap.tail.len();
-    outcome.head = String::from_utf8_lossy(&cap.head).into_owned();
-    let tail: Vec<u8> = cap.tail.iter().copied().collect();
-    outcome.tail = String::from_utf8_lossy(&tail).into_owned();
+    let (head, tail, truncated) = read_ends(&spec.log_path)?;
+    outcome.head = head;
+    outcome.tail = tail;
+    outcome.truncated = truncated;
     Ok(outcome)
 }
 
-async fn pump<R: tokio::io::AsyncRead + Unpin>(
-    mut reader: R,
-    is_stdout: bool,
-    tx: mpsc::Sender<(bool, Vec<u8>)>,
-) {
-    // Whole lines only (except a last unterminated one), so the combined log interleaves the two streams
-    // line by line and parsers reading it never see a line cut in two by the other stream.
-    let mut buf = vec![0u8; 16 * 1024];
-    let mut pending: Vec<u8> = Vec::new();
-    loop {
-        match reader.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                pending.extend_from_slice(&buf[..n]);
-                let cut = match pending.iter().rposition(|b| *b == b'\n') {
-                    Some(i) => i + 1,
-                    // A very long line without a newline is sent as it is, not held forever.
-                    None if pending.len() > 64 * 1024 => pending.len(),
-                    None => continue,
-                };
-                let rest = pending.split_off(cut);
-                let line = std::mem::replace(&mut pending, rest);
-                if tx.send((is_stdout, line)).await.is_err() {
-                    return;
-                }
-            }
-        }
+/// The first HEAD_CAP and last TAIL_CAP bytes of a file (all of it when small), lossily as text.
+fn read_ends(path: &Path) -> Result<(String, String, bool)> {
+    let mut f = File::open(path).with_context(|| format!("read {}", path.display()))?;
+    let len = f.metadata()?.len();
+    if len <= HEAD_CAP + TAIL_CAP {
+        let mut all = Vec::new();
+        f.read_to_end(&mut all)?;
+        return Ok((
+            String::from_utf8_lossy(&all).into_owned(),
+            String::new(),
+            false,
+        ));
     }
-    if !pending.is_empty() {
-        let _ = tx.send((is_stdout, pending)).await;
-    }
-}
-
-/// [`pump`] for a blocking reader (the merged pipe), on a blocking thread.
-fn pump_blocking(mut reader: std::io::PipeReader, tx: mpsc::Sender<(bool, Vec<u8>)>) {
-    use std::io::Read;
-    let mut buf = vec![0u8; 16 * 1024];
-    let mut pending: Vec<u8> = Vec::new();
-    loop {
-        match reader.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                pending.extend_from_slice(&buf[..n]);
-                let cut = match pending.iter().rposition(|b| *b == b'\n') {
-                    Some(i) => i + 1,
-                    None if pending.len() > 64 * 1024 => pending.len(),
-                    None => continue,
-                };
-                let rest = pending.split_off(cut);
-                let line = std::mem::replace(&mut pending, rest);
-                if tx.blocking_send((true, line)).is_err() {
-                    return;
-                }
-            }
-        }
-    }
-    if !pending.is_empty() {
-        let _ = tx.blocking_send((true, pending));
-    }
+    let mut head = vec![0u8; HEAD_CAP as usize];
+    f.read_exact(&mut head)?;
+    f.seek(SeekFrom::Start(len - TAIL_CAP))?;
+    let mut tail = Vec::new();
+    f.read_to_end(&mut tail)?;
+    Ok((
+        String::from_utf8_lossy(&head).into_owned(),
+        String::from_utf8_lossy(&tail).into_owned(),
+        true,
+    ))
 }
 
 /// Kills the process group when dropped, so an early return or a panic cannot leak children.

@@ -407,7 +407,10 @@ fn parser_input(step: &Step, spec: &Spec) -> String {
 
 /// Whether a step's output streams must share one pipe (see [`Spec::merge_output`]).
 fn merge(step: &Step) -> bool {
-    step.kind == StepKind::Test && step.runner() == testresults::Runner::Cargo
+    use testresults::Runner;
+    let parser_wants_stdout = step.kind == StepKind::Test
+        && matches!(step.runner(), Runner::Go | Runner::Pytest | Runner::Node);
+    !step.fail_if_output && !parser_wants_stdout
 }
 
 pub fn counts(results: &[TestResult]) -> TestCounts {

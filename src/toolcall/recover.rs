@@ -1,0 +1,257 @@
+//! The order of recovery, and the last step every parser shares.
+//!
+//! Order: native `tool_calls`; then the answer text (content without its reasoning), trying each detected
+//! format until one yields a call; then, only when the answer is empty, the reasoning, where only calls
+//! that close the reasoning count (vLLM and llama.cpp put a real call there when the reasoning parser runs
+//! first or thinking is off; a call quoted mid-thought is not one). The last step resolves names against the
+//! offered tools, types the arguments and cuts the calls out of the text.
+
+use std::ops::Range;
+
+use super::scan::{self, Ctx};
+use super::{detect, native, reasoning, schema, Call, Format, Found, Message, Parsed, Recovered, ToolSpec};
+
+/// Recovers the tool calls in an assistant message. `format` forces one text parser (see
+/// [`Format::PARSERS`]); native `tool_calls` are taken first either way.
+pub fn recover(msg: &Message<'_>, tools: &[ToolSpec], format: Option<Format>) -> Recovered {
+    recover_counted(msg, tools, format).0
+}
+
+/// [`recover`], and the work it took (bytes looked at), for the linearity tests.
+pub(crate) fn recover_counted(
+    msg: &Message<'_>,
+    tools: &[ToolSpec],
+    format: Option<Format>,
+) -> (Recovered, u64) {
+    let content = msg.content.unwrap_or("");
+    let native_len: usize = msg
+        .tool_calls
+        .iter()
+        .map(|c| c.name.len() + c.arguments.len())
+        .sum();
+    let input_len = content.len() + msg.reasoning_content.map_or(0, str::len) + native_len;
+    let mut ctx = Ctx::new(tools, input_len);
+    let split = reasoning::split(content, &mut ctx);
+    let mut thoughts: Vec<String> = msg
+        .reasoning_content
+        .filter(|r| !r.trim().is_empty())
+        .map(|r| r.trim().to_string())
+        .into_iter()
+        .chain(split.reasoning)
+        .collect();
+    let mut warnings = Vec::new();
+
+    if !msg.tool_calls.is_empty() {
+        let parsed = native::parse(msg.tool_calls, &mut ctx);
+        let out = finish(parsed, "", false, &mut ctx);
+        warnings.extend(out.warnings);
+        if !out.calls.is_empty() {
+            let recovered = Recovered {
+                format: Format::Native,
+                calls: out.calls,
+                content: scan::clean(&split.answer).to_string(),
+                reasoning: thoughts.join("\n\n"),
+                warnings,
+            };
+            return (recovered, ctx.steps());
+        }
+        warnings.push("no usable native tool call; looked for calls in the text".to_string());
+    }
+
+    let answer = parse_text(&split.answer, format, false, &mut ctx);
+    if answer.calls.is_empty() && answer.content.is_empty() && !thoughts.is_empty() {
+        let joined = thoughts.join("\n\n");
+        let found = parse_text(&joined, format, true, &mut ctx);
+        if !found.calls.is_empty() {
+            warnings.extend(found.warnings);
+            warnings.push(format!(
+                "took {} call(s) from the reasoning: the reply has no answer text and the reasoning ends with them",
+                found.calls.len()
+            ));
+            budget_warning(&ctx, &mut warnings);
+            let recovered = Recovered {
+                format: found.format,
+                calls: found.calls,
+                content: String::new(),
+                reasoning: found.content,
+                warnings,
+            };
+            return (recovered, ctx.steps());
+        }
+    }
+    warnings.extend(answer.warnings);
+    budget_warning(&ctx, &mut warnings);
+    thoughts.extend(answer.reasoning);
+    let recovered = Recovered {
+        format: answer.format,
+        calls: answer.calls,
+        content: answer.content,
+        reasoning: thoughts.join("\n\n"),
+        warnings,
+    };
+    (recovered, ctx.steps())
+}
+
+fn budget_warning(ctx: &Ctx, warnings: &mut Vec<String>) {
+    if ctx.exhausted() {
+        warnings.push(
+            "stopped looking for bare JSON or Python calls: the reply is too irregular to scan further"
+                .to_string(),
+        );
+    }
+}
+
+/// The result of reading one text.
+struct Outcome {
+    format: Format,
+    calls: Vec<Call>,
+    /// The text without the calls (and what the parser marked for removal), cleaned.
+    content: String,
+    reasoning: Vec<String>,
+    warnings: Vec<String>,
+    /// Something was recognised as a call (perhaps of an unknown tool) and cut.
+    cut_any: bool,
+}
+
+/// Tries the forced format, or each detected one, until one yields a call. When none does, the first that
+/// recognised a call attempt (an unknown tool, say) is kept for its warnings.
+fn parse_text(text: &str, forced: Option<Format>, trailing_only: bool, ctx: &mut Ctx) -> Outcome {
+    let candidates = match forced {
+        Some(f) => vec![f],
+        None => detect::candidates(text, ctx),
+    };
+    let mut kept: Option<Outcome> = None;
+    let mut stray = Vec::new();
+    for f in candidates {
+        let parsed = super::parse_with(f, text, ctx);
+        if parsed.found.is_empty() {
+            stray.extend(parsed.warnings);
+            continue;
+        }
+        let out = finish(parsed, text, trailing_only, ctx);
+        if !out.calls.is_empty() {
+            return out;
+        }
+        if kept.is_none() && out.cut_any {
+            kept = Some(out);
+        }
+    }
+    kept.unwrap_or_else(|| Outcome {
+        format: Format::None,
+        calls: Vec::new(),
+        content: scan::clean(text).to_string(),
+        reasoning: Vec::new(),
+        warnings: stray,
+        cut_any: false,
+    })
+}
+
+/// Resolves, types and cuts out what a parser found.
+fn finish(parsed: Parsed, text: &str, trailing_only: bool, ctx: &mut Ctx) -> Outcome {
+    let Parsed {
+        format,
+        mut found,
+        remove,
+        reasoning,
+        mut warnings,
+    } = parsed;
+    found.sort_by_key(|f| f.span.start);
+    if trailing_only {
+        keep_trailing(&mut found, text, ctx);
+    }
+    let tools: &[ToolSpec] = ctx.tools;
+    let mut calls = Vec::new();
+    let mut cuts: Vec<Range<usize>> = Vec::new();
+    for f in found {
+        let Found {
+            name,
+            args,
+            span,
+            unclosed,
+            weak,
+        } = f;
+        let Some((index, exact)) = schema::resolve(tools, &name) else {
+            if !weak {
+                warnings.push(format!(
+                    "dropped a call to {name:?}: no such tool is offered ({})",
+                    offered(tools)
+                ));
+                cuts.push(span);
+            }
+            continue;
+        };
+        let tool = &tools[index];
+        if weak && !schema::all_parameters(tool, &args) {
+            continue;
+        }
+        if !exact {
+            warnings.push(format!("read the tool name {name:?} as {}", tool.name));
+        }
+        match schema::type_args(tool, args, ctx, &mut warnings) {
+            Ok(arguments) => {
+                if unclosed {
+                    warnings.push(format!(
+                        "the call to {} is not closed; its arguments are complete, so it was taken",
+                        tool.name
+                    ));
+                }
+                calls.push(Call {
+                    name: tool.name.clone(),
+                    arguments,
+                    unclosed,
+                });
+            }
+            Err(why) => warnings.push(format!("dropped the call to {}: {why}", tool.name)),
+        }
+        cuts.push(span);
+    }
+    let cut_any = !cuts.is_empty();
+    if cut_any {
+        cuts.extend(remove);
+    }
+    let rest = scan::cut(text, &cuts, ctx);
+    let reasoning = if cut_any {
+        reasoning
+            .into_iter()
+            .filter_map(|r| text.get(r))
+            .map(|r| r.trim().to_string())
+            .filter(|r| !r.is_empty())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Outcome {
+        format,
+        calls,
+        content: scan::clean(&rest).to_string(),
+        reasoning,
+        warnings,
+        cut_any,
+    }
+}
+
+/// Keeps only the calls that end the text: after each, nothing but whitespace, end-of-turn tokens or
+/// further kept calls.
+fn keep_trailing(found: &mut Vec<Found>, text: &str, ctx: &mut Ctx) {
+    let mut boundary = text.len();
+    let mut first_kept = found.len();
+    for i in (0..found.len()).rev() {
+        let span = &found[i].span;
+        let gap = text.get(span.end.min(boundary)..boundary).unwrap_or_default();
+        if span.end >= boundary || scan::is_blank(gap, ctx) {
+            first_kept = i;
+            boundary = boundary.min(span.start);
+        } else {
+            break;
+        }
+    }
+    found.drain(..first_kept);
+}
+
+fn offered(tools: &[ToolSpec]) -> String {
+    if tools.is_empty() {
+        return "no tools are offered".to_string();
+    }
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    format!("offered: {}", names.join(", "))
+}
