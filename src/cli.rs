@@ -21,6 +21,8 @@ pub enum Command {
     /// Re-verify a change in a clean room: format, vet, lint, build, tests, codegen drift, against a baseline.
     #[command(after_help = GATE_EXAMPLES)]
     Gate(Box<GateArgs>),
+    /// Inspect tool-call recovery: read raw model output, print the calls vouch would run.
+    Toolcalls(crate::commands::toolcalls::ToolcallsArgs),
     /// Show the gate profile that would judge a repository, or a named preset.
     #[command(after_help = PROFILE_EXAMPLES)]
     Profile(ProfileArgs),

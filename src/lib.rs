@@ -4,7 +4,8 @@
 //! [`cli`] defines the command line and [`commands`] holds one module per subcommand; [`gate`] decides
 //! verdicts (profiles, steps, baseline, per-test results, reports); [`room`] builds the clean rooms the gate
 //! works in without touching the user's checkout; [`process`] is the only place that starts processes;
-//! [`error`] maps failures to documented exit codes.
+//! [`error`] maps failures to documented exit codes; [`toolcall`] recovers tool calls a local server left in
+//! the text of a reply.
 
 pub mod cli;
 pub mod commands;
@@ -14,4 +15,5 @@ pub mod git;
 pub mod logging;
 pub mod process;
 pub mod room;
+pub mod toolcall;
 pub mod ui;

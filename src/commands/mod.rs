@@ -2,6 +2,7 @@
 
 pub mod gate;
 pub mod profile;
+pub mod toolcalls;
 
 use anyhow::Result;
 
@@ -12,5 +13,6 @@ pub fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Gate(args) => gate::run(*args),
         Command::Profile(args) => profile::run(args),
+        Command::Toolcalls(args) => toolcalls::run(args),
     }
 }

@@ -88,7 +88,10 @@ fn fenced(text: &str, span: std::ops::Range<usize>, ctx: &mut Ctx) -> std::ops::
     let b = text.as_bytes();
     let before = scan::rskip_ws(text, span.start, ctx);
     let mut word = before;
-    while word > 0 && before - word < 16 && (b[word - 1].is_ascii_alphanumeric() || b[word - 1] == b'_') {
+    while word > 0
+        && before - word < 16
+        && (b[word - 1].is_ascii_alphanumeric() || b[word - 1] == b'_')
+    {
         word -= 1;
     }
     if !scan::ends_at(text, word, "```") {

@@ -87,10 +87,10 @@ pub(crate) fn candidates(text: &str, ctx: &mut Ctx) -> Vec<Format> {
         weak: Vec::new(),
     };
     let mut i = 0;
-    while let Some(k) = b
-        .get(i..)
-        .and_then(|r| r.iter().position(|&c| matches!(c, b'<' | b'[' | b'{' | b'=')))
-    {
+    while let Some(k) = b.get(i..).and_then(|r| {
+        r.iter()
+            .position(|&c| matches!(c, b'<' | b'[' | b'{' | b'='))
+    }) {
         let p = i + k;
         match b[p] {
             b'<' => angle(text, p, &mut seen, ctx),
@@ -111,7 +111,13 @@ pub(crate) fn candidates(text: &str, ctx: &mut Ctx) -> Vec<Format> {
     ctx.charge(b.len() + 1);
     seen.strong.sort_by_key(|(at, _)| *at);
     seen.weak.sort_by_key(|(at, _)| *at);
-    seen.strong.into_iter().chain(seen.weak).map(|(_, f)| f).collect()
+    let mut out: Vec<Format> = seen.strong.into_iter().map(|(_, f)| f).collect();
+    for (_, f) in seen.weak {
+        if !out.contains(&f) {
+            out.push(f);
+        }
+    }
+    out
 }
 
 fn angle(text: &str, p: usize, seen: &mut Seen, ctx: &mut Ctx) {
@@ -196,11 +202,17 @@ pub(crate) fn json_call_start(text: &str, p: usize) -> bool {
     let Some(&quote) = b.get(q).filter(|c| **c == b'"' || **c == b'\'') else {
         return false;
     };
-    ["name", "tool_name", "tool_call", "tool_calls", "function", "type", "id"]
-        .iter()
-        .any(|key| {
-            scan::at(text, q + 1, key) && b.get(q + 1 + key.len()) == Some(&quote)
-        })
+    [
+        "name",
+        "tool_name",
+        "tool_call",
+        "tool_calls",
+        "function",
+        "type",
+        "id",
+    ]
+    .iter()
+    .any(|key| scan::at(text, q + 1, key) && b.get(q + 1 + key.len()) == Some(&quote))
 }
 
 fn skip_ws_bounded(text: &str, i: usize) -> usize {

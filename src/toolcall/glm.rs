@@ -65,12 +65,14 @@ pub(crate) fn parse(text: &str, ctx: &mut Ctx) -> Parsed {
                 let key = key.to_string();
                 i = scan::skip_ws(text, key_end + END_KEY.len(), ctx);
                 if !scan::at(text, i, VALUE) {
-                    out.warnings
-                        .push(format!("the argument {key} of the call to {name} has no value"));
+                    out.warnings.push(format!(
+                        "the argument {key} of the call to {name} has no value"
+                    ));
                     break;
                 }
                 let value_start = i + VALUE.len();
-                let Some((which, value_end)) = scan::first_of(&mut value_ends, text, value_start, ctx)
+                let Some((which, value_end)) =
+                    scan::first_of(&mut value_ends, text, value_start, ctx)
                 else {
                     cut_off = true;
                     break;

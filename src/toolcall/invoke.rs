@@ -95,7 +95,8 @@ fn parse_dialect(d: &Dialect, text: &str, ctx: &mut Ctx, out: &mut Parsed) {
                 let Some(key) = attr(&attrs, "name") else {
                     break;
                 };
-                let Some((which, value_end)) = scan::first_of(&mut value_ends, text, value_start, ctx)
+                let Some((which, value_end)) =
+                    scan::first_of(&mut value_ends, text, value_start, ctx)
                 else {
                     cut_off = true;
                     break;

@@ -309,7 +309,12 @@ impl Reader<'_> {
                         return Ok(out);
                     }
                     self.i += 1;
-                } else if q == b'\'' && self.b.get(self.i + 1).is_some_and(u8::is_ascii_alphanumeric) {
+                } else if q == b'\''
+                    && self
+                        .b
+                        .get(self.i + 1)
+                        .is_some_and(u8::is_ascii_alphanumeric)
+                {
                     // `'It's'`: a quote followed by a letter is an apostrophe, not the end.
                     self.repairs |= Repairs::APOSTROPHE;
                     self.i += 1;
@@ -443,7 +448,10 @@ impl Reader<'_> {
 
     fn word(&mut self) -> Result<Value, Fail> {
         let start = self.i;
-        while self.peek().is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_') {
+        while self
+            .peek()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_')
+        {
             self.i += 1;
         }
         let value = match &self.text[start..self.i] {

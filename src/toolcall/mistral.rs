@@ -28,8 +28,10 @@ pub(crate) fn parse(text: &str, ctx: &mut Ctx) -> Parsed {
         if matches!(text.as_bytes().get(i), Some(b'[' | b'{')) {
             let block = tagged_json::read_calls(text, i, region_end, ctx);
             if block.calls.is_empty() && block.cut_off {
-                out.warnings
-                    .push("a [TOOL_CALLS] list is cut off: its JSON runs to the end of the reply".to_string());
+                out.warnings.push(
+                    "a [TOOL_CALLS] list is cut off: its JSON runs to the end of the reply"
+                        .to_string(),
+                );
             }
             let span = scan::widen(text, start..block.end, &[], &["</s>"], ctx);
             for call in block.calls {
@@ -53,13 +55,15 @@ pub(crate) fn parse(text: &str, ctx: &mut Ctx) -> Parsed {
         }
         let region = &text[..region_end];
         match literal::read(region, j, Syntax::JSON, ctx) {
-            Ok(lit) if lit.value.is_object() || lit.value.is_string() || lit.value == Value::Null => {
+            Ok(lit)
+                if lit.value.is_object() || lit.value.is_string() || lit.value == Value::Null =>
+            {
                 let span = scan::widen(text, start..lit.end, &[], &["</s>"], ctx);
                 out.call(name.to_string(), Args::Json(lit.value), span, false);
             }
-            Ok(_) => out
-                .warnings
-                .push(format!("the arguments of the call to {name} are not a JSON object")),
+            Ok(_) => out.warnings.push(format!(
+                "the arguments of the call to {name} are not a JSON object"
+            )),
             Err(f) if f.eof => out.cut_off(name),
             Err(_) => out
                 .warnings

@@ -223,14 +223,22 @@ impl Format {
         let key: String = name
             .trim()
             .chars()
-            .map(|c| if c == '_' { '-' } else { c.to_ascii_lowercase() })
+            .map(|c| {
+                if c == '_' {
+                    '-'
+                } else {
+                    c.to_ascii_lowercase()
+                }
+            })
             .collect();
         if let Some(f) = Format::PARSERS.iter().find(|f| f.name() == key) {
             return Some(*f);
         }
         let alias = match key.as_str() {
             "qwen3-xml" | "qwen3coder" | "step3p5" => Format::Qwen3Coder,
-            "glm45" | "glm47" | "glm-4.5" | "glm-4.7" | "laguna" | "poolside" | "poolside-v1" => Format::Glm,
+            "glm45" | "glm47" | "glm-4.5" | "glm-4.7" | "laguna" | "poolside" | "poolside-v1" => {
+                Format::Glm
+            }
             "minimax" | "minimax-m1" | "hunyuan-a13b" | "apriel" | "jamba" => Format::ToolCallsJson,
             "llama3" | "llama4-json" => Format::Llama3Json,
             "llama4-pythonic" | "lfm2" | "olmo3" => Format::Pythonic,
@@ -353,7 +361,9 @@ pub(crate) fn parse_with(format: Format, text: &str, ctx: &mut scan::Ctx) -> Par
         | Format::InternLm => tagged_json::parse(format, text, ctx),
         Format::Qwen3Coder | Format::SeedOss => qwen_xml::parse(text, ctx),
         Format::Glm => glm::parse(text, ctx),
-        Format::MinimaxM2 | Format::Step3 | Format::DeepseekDsml => invoke::parse(format, text, ctx),
+        Format::MinimaxM2 | Format::Step3 | Format::DeepseekDsml => {
+            invoke::parse(format, text, ctx)
+        }
         Format::Mistral => mistral::parse(text, ctx),
         Format::Llama3Json | Format::Json => bare_json::parse(text, ctx),
         Format::Pythonic => pythonic::parse(text, ctx),

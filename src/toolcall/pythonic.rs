@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use super::literal::{self, Syntax};
 use super::scan::{self, Ctx, Finder};
 use super::tagged_json;
-use super::{Args, Found, Format, Parsed};
+use super::{Args, Format, Found, Parsed};
 
 const WRAPPERS: [(&str, Option<&str>); 4] = [
     ("<|python_start|>", Some("<|python_end|>")),
@@ -33,7 +33,13 @@ pub(crate) fn parse(text: &str, ctx: &mut Ctx) -> Parsed {
     out
 }
 
-fn wrapped(text: &str, open: &'static str, close: Option<&'static str>, ctx: &mut Ctx, out: &mut Parsed) {
+fn wrapped(
+    text: &str,
+    open: &'static str,
+    close: Option<&'static str>,
+    ctx: &mut Ctx,
+    out: &mut Parsed,
+) {
     let mut opens = Finder::new(open);
     let mut closes = close.map(Finder::new);
     let mut pos = 0;
@@ -72,13 +78,20 @@ fn wrapped(text: &str, open: &'static str, close: Option<&'static str>, ctx: &mu
             Ok((calls, end)) => {
                 let span = start..span_end(end);
                 for (name, args) in calls {
-                    out.call(name, Args::Json(Value::Object(args)), span.clone(), unclosed);
+                    out.call(
+                        name,
+                        Args::Json(Value::Object(args)),
+                        span.clone(),
+                        unclosed,
+                    );
                 }
             }
             Err(PyError::Eof) => out
                 .warnings
                 .push(format!("a Python call after {open} is cut off")),
-            Err(PyError::Syntax(why)) => out.warnings.push(format!("a Python call after {open}: {why}")),
+            Err(PyError::Syntax(why)) => out
+                .warnings
+                .push(format!("a Python call after {open}: {why}")),
         }
     }
 }
@@ -92,7 +105,9 @@ fn bare(text: &str, ctx: &mut Ctx, out: &mut Parsed) {
         ctx.charge(k + 1);
         i = p + 1;
         let q = scan::skip_ws(text, p + 1, ctx);
-        let plausible = b.get(q).is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+        let plausible = b
+            .get(q)
+            .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
             && scan::name_end(text, q, 128, ctx).is_some_and(|e| b.get(e) == Some(&b'('));
         if !plausible {
             continue;
@@ -123,7 +138,12 @@ enum PyError {
 type PyCall = (String, Map<String, Value>);
 
 /// A list `[f(…), …]`, or calls separated by whitespace, commas or `;`, in `text[i..end]`.
-fn read_calls(text: &str, i: usize, end: usize, ctx: &mut Ctx) -> Result<(Vec<PyCall>, usize), PyError> {
+fn read_calls(
+    text: &str,
+    i: usize,
+    end: usize,
+    ctx: &mut Ctx,
+) -> Result<(Vec<PyCall>, usize), PyError> {
     let region = text.get(..end).unwrap_or(text);
     let b = region.as_bytes();
     let mut j = scan::skip_ws(region, i, ctx);
@@ -172,7 +192,8 @@ fn read_call(region: &str, i: usize, ctx: &mut Ctx) -> Result<(PyCall, usize), P
             PyError::Syntax(why.to_string())
         }
     };
-    let name_end = scan::name_end(region, i, 128, ctx).ok_or_else(|| eof_or(i, "no function name"))?;
+    let name_end =
+        scan::name_end(region, i, 128, ctx).ok_or_else(|| eof_or(i, "no function name"))?;
     let mut name = &region[i..name_end];
     if let Some(base) = name.strip_suffix(".call") {
         name = base;
@@ -197,13 +218,19 @@ fn read_call(region: &str, i: usize, ctx: &mut Ctx) -> Result<(PyCall, usize), P
         };
         let eq = scan::skip_ws(region, key_end, ctx);
         if key_end == j || b.get(eq) != Some(&b'=') || b.get(eq + 1) == Some(&b'=') {
-            return Err(eof_or(eq, "a positional argument (only keyword arguments are read)"));
+            return Err(eof_or(
+                eq,
+                "a positional argument (only keyword arguments are read)",
+            ));
         }
         let lit = literal::read(region, eq + 1, Syntax::PYTHON, ctx).map_err(|f| {
             if f.eof {
                 PyError::Eof
             } else {
-                PyError::Syntax(format!("the value of {} is not a Python literal", &region[j..key_end]))
+                PyError::Syntax(format!(
+                    "the value of {} is not a Python literal",
+                    &region[j..key_end]
+                ))
             }
         })?;
         args.insert(region[j..key_end].to_string(), lit.value);

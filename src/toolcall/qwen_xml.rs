@@ -98,6 +98,9 @@ fn tag_word(text: &str, i: usize, ctx: &mut Ctx) -> Option<(String, usize)> {
     if text.as_bytes()[gt] != b'>' {
         return None;
     }
-    let word = text[i..gt].trim().trim_matches(|c| c == '"' || c == '\'').trim();
+    let word = text[i..gt]
+        .trim()
+        .trim_matches(|c| c == '"' || c == '\'')
+        .trim();
     (!word.is_empty()).then(|| (word.to_string(), gt + 1))
 }

@@ -50,7 +50,7 @@ pub(crate) fn split(text: &str, ctx: &mut Ctx) -> Split {
     let mut keep_from = 0;
     let mut i = 0;
     let mut seen_tag = false;
-    let mut push = |out: &mut Split, s: &str| {
+    let push = |out: &mut Split, s: &str| {
         let s = s.trim();
         if !s.is_empty() {
             out.reasoning.push(s.to_string());

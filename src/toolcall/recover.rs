@@ -9,7 +9,9 @@
 use std::ops::Range;
 
 use super::scan::{self, Ctx};
-use super::{detect, native, reasoning, schema, Call, Format, Found, Message, Parsed, Recovered, ToolSpec};
+use super::{
+    detect, native, reasoning, schema, Call, Format, Found, Message, Parsed, Recovered, ToolSpec,
+};
 
 /// Recovers the tool calls in an assistant message. `format` forces one text parser (see
 /// [`Format::PARSERS`]); native `tool_calls` are taken first either way.
@@ -121,11 +123,15 @@ fn parse_text(text: &str, forced: Option<Format>, trailing_only: bool, ctx: &mut
         None => detect::candidates(text, ctx),
     };
     let mut kept: Option<Outcome> = None;
+    let mut structure: Option<Parsed> = None;
     let mut stray = Vec::new();
     for f in candidates {
-        let parsed = super::parse_with(f, text, ctx);
+        let mut parsed = super::parse_with(f, text, ctx);
         if parsed.found.is_empty() {
-            stray.extend(parsed.warnings);
+            stray.append(&mut parsed.warnings);
+            if structure.is_none() && !parsed.remove.is_empty() {
+                structure = Some(parsed);
+            }
             continue;
         }
         let out = finish(parsed, text, trailing_only, ctx);
@@ -136,14 +142,24 @@ fn parse_text(text: &str, forced: Option<Format>, trailing_only: bool, ctx: &mut
             kept = Some(out);
         }
     }
-    kept.unwrap_or_else(|| Outcome {
-        format: Format::None,
-        calls: Vec::new(),
-        content: scan::clean(text).to_string(),
-        reasoning: Vec::new(),
-        warnings: stray,
-        cut_any: false,
-    })
+    if let Some(out) = kept {
+        return out;
+    }
+    // No call, but a parser that understood the text's structure (Harmony's channels) cleans it up.
+    let mut out = match structure {
+        Some(parsed) => finish(parsed, text, trailing_only, ctx),
+        None => Outcome {
+            format: Format::None,
+            calls: Vec::new(),
+            content: scan::clean(text).to_string(),
+            reasoning: Vec::new(),
+            warnings: Vec::new(),
+            cut_any: false,
+        },
+    };
+    out.format = Format::None;
+    out.warnings.splice(0..0, stray);
+    out
 }
 
 /// Resolves, types and cuts out what a parser found.
@@ -206,20 +222,14 @@ fn finish(parsed: Parsed, text: &str, trailing_only: bool, ctx: &mut Ctx) -> Out
         cuts.push(span);
     }
     let cut_any = !cuts.is_empty();
-    if cut_any {
-        cuts.extend(remove);
-    }
+    cuts.extend(remove);
     let rest = scan::cut(text, &cuts, ctx);
-    let reasoning = if cut_any {
-        reasoning
-            .into_iter()
-            .filter_map(|r| text.get(r))
-            .map(|r| r.trim().to_string())
-            .filter(|r| !r.is_empty())
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let reasoning = reasoning
+        .into_iter()
+        .filter_map(|r| text.get(r))
+        .map(|r| r.trim().to_string())
+        .filter(|r| !r.is_empty())
+        .collect();
     Outcome {
         format,
         calls,
@@ -237,7 +247,9 @@ fn keep_trailing(found: &mut Vec<Found>, text: &str, ctx: &mut Ctx) {
     let mut first_kept = found.len();
     for i in (0..found.len()).rev() {
         let span = &found[i].span;
-        let gap = text.get(span.end.min(boundary)..boundary).unwrap_or_default();
+        let gap = text
+            .get(span.end.min(boundary)..boundary)
+            .unwrap_or_default();
         if span.end >= boundary || scan::is_blank(gap, ctx) {
             first_kept = i;
             boundary = boundary.min(span.start);

@@ -254,7 +254,8 @@ pub(crate) fn is_blank(text: &str, ctx: &mut Ctx) -> bool {
 
 /// `text` without the given ranges (which may overlap and come in any order).
 pub(crate) fn cut(text: &str, ranges: &[Range<usize>], ctx: &mut Ctx) -> String {
-    let mut sorted: Vec<Range<usize>> = ranges.iter().filter(|r| r.start < r.end).cloned().collect();
+    let mut sorted: Vec<Range<usize>> =
+        ranges.iter().filter(|r| r.start < r.end).cloned().collect();
     sorted.sort_by_key(|r| r.start);
     let mut out = String::with_capacity(text.len());
     let mut pos = 0;

@@ -28,7 +28,9 @@ impl ToolSpec {
             Value::Array(list) => list,
             Value::Object(o) => match o.get("tools") {
                 Some(Value::Array(list)) => list,
-                _ => bail!("tool definitions must be a JSON array (or an object with a `tools` array)"),
+                _ => bail!(
+                    "tool definitions must be a JSON array (or an object with a `tools` array)"
+                ),
             },
             _ => bail!("tool definitions must be a JSON array (or an object with a `tools` array)"),
         };
@@ -81,7 +83,10 @@ pub(crate) fn resolve(tools: &[ToolSpec], name: &str) -> Option<(usize, bool)> {
     if key.is_empty() {
         return None;
     }
-    let mut hits = tools.iter().enumerate().filter(|(_, t)| normalize(&t.name) == key);
+    let mut hits = tools
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| normalize(&t.name) == key);
     match (hits.next(), hits.next()) {
         (Some((i, _)), None) => Some((i, false)),
         _ => None,
@@ -89,7 +94,9 @@ pub(crate) fn resolve(tools: &[ToolSpec], name: &str) -> Option<(usize, bool)> {
 }
 
 fn normalize(name: &str) -> String {
-    let name = name.trim().trim_matches(|c| c == '"' || c == '\'' || c == '`');
+    let name = name
+        .trim()
+        .trim_matches(|c| c == '"' || c == '\'' || c == '`');
     let end = name
         .bytes()
         .position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':')))
@@ -107,7 +114,13 @@ fn normalize(name: &str) -> String {
         }
     }
     n.chars()
-        .map(|c| if c == '-' { '_' } else { c.to_ascii_lowercase() })
+        .map(|c| {
+            if c == '-' {
+                '_'
+            } else {
+                c.to_ascii_lowercase()
+            }
+        })
         .collect()
 }
 
@@ -235,7 +248,11 @@ fn kinds(schema: &Value) -> Vec<Kind> {
     match schema.get("type") {
         Some(Value::String(t)) => return Kind::from_type(t).into_iter().collect(),
         Some(Value::Array(ts)) => {
-            return ts.iter().filter_map(Value::as_str).filter_map(Kind::from_type).collect()
+            return ts
+                .iter()
+                .filter_map(Value::as_str)
+                .filter_map(Kind::from_type)
+                .collect()
         }
         _ => {}
     }
@@ -270,7 +287,13 @@ fn fits(v: &Value, allowed: &[Kind]) -> bool {
 }
 
 /// A raw text value typed with the parameter's schema.
-fn from_text(tool: &ToolSpec, key: &str, raw: String, ctx: &mut Ctx, warnings: &mut Vec<String>) -> Value {
+fn from_text(
+    tool: &ToolSpec,
+    key: &str,
+    raw: String,
+    ctx: &mut Ctx,
+    warnings: &mut Vec<String>,
+) -> Value {
     let allowed = tool.property(key).map(kinds).unwrap_or_default();
     if allowed.is_empty() || allowed.contains(&Kind::Str) {
         return Value::String(raw);
@@ -284,7 +307,11 @@ fn from_text(tool: &ToolSpec, key: &str, raw: String, ctx: &mut Ctx, warnings: &
     warnings.push(format!(
         "{}: {key} should be {} but is {:?}; kept the text",
         tool.name,
-        allowed.iter().map(|k| k.name()).collect::<Vec<_>>().join(" or "),
+        allowed
+            .iter()
+            .map(|k| k.name())
+            .collect::<Vec<_>>()
+            .join(" or "),
         shorten(t)
     ));
     Value::String(raw)
@@ -328,14 +355,22 @@ fn read_as(kind: Kind, t: &str, ctx: &mut Ctx) -> Option<Value> {
 
 /// A JSON value made to fit the parameter's schema where that is lossless: text holding the right kind is
 /// read, a number or boolean given for a string becomes its text.
-fn coerce(tool: &ToolSpec, key: &str, v: Value, ctx: &mut Ctx, warnings: &mut Vec<String>) -> Value {
+fn coerce(
+    tool: &ToolSpec,
+    key: &str,
+    v: Value,
+    ctx: &mut Ctx,
+    warnings: &mut Vec<String>,
+) -> Value {
     let allowed = tool.property(key).map(kinds).unwrap_or_default();
     if allowed.is_empty() || fits(&v, &allowed) {
         return v;
     }
     match v {
         Value::String(s) => from_text(tool, key, s, ctx, warnings),
-        Value::Number(_) | Value::Bool(_) if allowed.contains(&Kind::Str) => Value::String(v.to_string()),
+        Value::Number(_) | Value::Bool(_) if allowed.contains(&Kind::Str) => {
+            Value::String(v.to_string())
+        }
         other => other,
     }
 }

@@ -87,7 +87,7 @@ fn parse_spec(spec: &Spec, text: &str, ctx: &mut Ctx, out: &mut Parsed) {
     while let Some(open) = opens.next(text, pos, ctx) {
         let body = open + spec.open.len();
         let next_open = opens.next(text, body, ctx);
-        let close = closes
+        let mut close = closes
             .as_mut()
             .and_then(|c| c.next(text, body, ctx))
             .filter(|c| next_open.is_none_or(|n| *c < n));
@@ -97,7 +97,19 @@ fn parse_spec(spec: &Spec, text: &str, ctx: &mut Ctx, out: &mut Parsed) {
         if spec.list_only && !scan::at(text, start, "[") {
             continue;
         }
-        let block = read_calls(text, start, region_end, ctx);
+        let mut block = read_calls(text, start, region_end, ctx);
+        if let (true, Some(marker)) = (block.cut_off && region_end < text.len(), spec.close) {
+            // A string in the JSON may hold the close marker (a file about tool calls): read on.
+            if ctx.may_speculate() {
+                let wider = read_calls(text, start, text.len(), ctx);
+                let after = scan::skip_ws(text, wider.end, ctx);
+                if !wider.calls.is_empty() && scan::at(text, after, marker) {
+                    block = wider;
+                    close = Some(after);
+                    pos = after;
+                }
+            }
+        }
         if !block.repairs.is_empty() {
             out.warnings.push(format!(
                 "repaired the JSON of a {} block: {}",

@@ -17,6 +17,7 @@ fn every_flag_of_every_command_has_help_text() {
         vec!["--help"],
         vec!["gate", "--help"],
         vec!["profile", "--help"],
+        vec!["toolcalls", "parse", "--help"],
     ] {
         let text = help(&cmd);
         for line in text.lines() {

@@ -1,0 +1,166 @@
+//! Llama 3 JSON and bare or fenced JSON calls.
+
+use pretty_assertions::assert_eq;
+
+use super::*;
+
+#[test]
+fn a_llama3_call_after_python_tag_is_read_with_parameters() {
+    let text = r#"<|python_tag|>{"name": "run_tests", "parameters": {"selector": "tests::parser"}}<|eom_id|>"#;
+    assert_eq!(
+        content(text),
+        expect(
+            "llama3-json",
+            json!([{"name": "run_tests", "arguments": {"selector": "tests::parser"}}]),
+            ""
+        )
+    );
+}
+
+/// F-19 (ollama #13519).
+#[test]
+fn a_llama3_call_in_a_json_fence_is_taken_with_its_fence() {
+    let text = "I'll open it.\n```json\n{\"name\": \"read_file\", \"parameters\": {\"path\": \"main.go\"}}\n```";
+    assert_eq!(
+        content(text),
+        expect(
+            "llama3-json",
+            json!([{"name": "read_file", "arguments": {"path": "main.go"}}]),
+            "I'll open it."
+        )
+    );
+}
+
+/// F-37 (omlx PR #1153) and F-2 (llama.cpp PR #20806).
+#[test]
+fn a_llama4_bare_call_with_a_type_field_is_read() {
+    let text = r#"{"type": "function", "name": "search", "parameters": {"pattern": "TODO"}}"#;
+    assert_eq!(
+        content(text),
+        expect(
+            "llama3-json",
+            json!([{"name": "search", "arguments": {"pattern": "TODO"}}]),
+            ""
+        )
+    );
+}
+
+/// F-20 (ollama #11185), F-34 (omlx #2565).
+#[test]
+fn a_bare_call_with_prose_before_and_after_keeps_the_prose() {
+    let text = "Sure, reading it now.\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"x\"}}\nThen I'll summarise.";
+    assert_eq!(
+        content(text),
+        expect(
+            "json",
+            json!([{"name": "read_file", "arguments": {"path": "x"}}]),
+            "Sure, reading it now.\n\nThen I'll summarise."
+        )
+    );
+}
+
+#[test]
+fn llama_cpp_generic_tool_call_and_tool_calls_objects_are_read() {
+    let one = r#"{"tool_call": {"name": "read_file", "arguments": {"path": "a"}}}"#;
+    assert_eq!(
+        content(one),
+        expect(
+            "json",
+            json!([{"name": "read_file", "arguments": {"path": "a"}}]),
+            ""
+        )
+    );
+    let many = r#"{"tool_calls": [{"name": "read_file", "arguments": {"path": "a"}}, {"name": "list_files", "arguments": {}}]}"#;
+    assert_eq!(
+        content(many),
+        expect(
+            "json",
+            json!([
+                {"name": "read_file", "arguments": {"path": "a"}},
+                {"name": "list_files", "arguments": {}},
+            ]),
+            ""
+        )
+    );
+}
+
+#[test]
+fn a_python_literal_list_left_by_a_stripped_token_is_read() {
+    let text = "[{'name': 'read_file', 'arguments': {'path': 'a.py', 'end_line': None}}]";
+    assert_eq!(
+        content(text),
+        expect(
+            "json",
+            json!([{"name": "read_file", "arguments": {"path": "a.py", "end_line": null}}]),
+            ""
+        )
+    );
+}
+
+#[test]
+fn an_openai_style_call_with_string_arguments_is_decoded() {
+    let text = r#"{"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"a.rs\"}"}}"#;
+    assert_eq!(
+        content(text),
+        expect_warned(
+            "json",
+            json!([{"name": "read_file", "arguments": {"path": "a.rs"}}]),
+            "",
+            &["the arguments of read_file were a JSON string holding an object; decoded it"]
+        )
+    );
+}
+
+#[test]
+fn a_call_object_without_an_arguments_key_is_taken_when_its_keys_are_parameters() {
+    let text = r#"{"name": "read_file", "path": "src/lib.rs", "start_line": 3}"#;
+    assert_eq!(
+        content(text),
+        expect(
+            "json",
+            json!([{"name": "read_file", "arguments": {"path": "src/lib.rs", "start_line": 3}}]),
+            ""
+        )
+    );
+}
+
+/// F-38 (Rapid-MLX #700): only calls are taken, never data.
+#[test]
+fn json_data_in_an_answer_is_not_a_call() {
+    for text in [
+        "The config is {\"name\": \"vouch\", \"version\": 2}.",
+        "Set {\"name\": \"read_file\", \"mode\": \"fast\"} in the file.",
+        "你好！有什么可以帮你的吗？",
+    ] {
+        assert_eq!(content(text), expect("none", json!([]), text));
+    }
+}
+
+#[test]
+fn a_bare_call_with_arguments_naming_an_unknown_tool_is_reported() {
+    let text = r#"{"name": "browse", "arguments": {"url": "https://example.com"}}"#;
+    assert_eq!(
+        content(text),
+        expect_warned(
+            "json",
+            json!([]),
+            "",
+            &[&format!(
+                "dropped a call to \"browse\": no such tool is offered ({OFFERED})"
+            )]
+        )
+    );
+}
+
+#[test]
+fn a_constrained_reply_is_one_call() {
+    let text = r#"{"name": "submit", "arguments": {"verdict": "GO", "summary": "Fixed the off-by-one; tests pass."}}"#;
+    assert_eq!(
+        content(text),
+        expect(
+            "json",
+            json!([{"name": "submit", "arguments": {"verdict": "GO", "summary": "Fixed the off-by-one; tests pass."}}]),
+            ""
+        )
+    );
+}
