@@ -451,13 +451,20 @@ pub fn at_head(ids: &BTreeSet<String>, head: &[TestResult]) -> (Vec<String>, Vec
     (run, settled)
 }
 
-/// The per-test timeout of the reverted run.
-pub fn timeout(policy: &BitePolicy, step_timeout: Duration) -> Duration {
-    policy
+/// The timeout of one reverted run: the profile's `bite.timeout`, else derived from how long the whole test
+/// step took at head (five times that, at least a minute, at most the step's own timeout). A test that loops
+/// without the fix then costs minutes, not the half hour a full test step may take.
+pub fn timeout(policy: &BitePolicy, step_timeout: Duration, head_duration: Duration) -> Duration {
+    if let Some(t) = policy
         .timeout
         .as_deref()
         .and_then(|t| crate::gate::profile::parse_duration(t).ok())
-        .unwrap_or(step_timeout)
+    {
+        return t;
+    }
+    (head_duration * 5)
+        .max(Duration::from_secs(60))
+        .min(step_timeout)
 }
 
 /// Elapsed milliseconds since `t`.
@@ -571,6 +578,29 @@ mod tests {
         );
         let got = outcomes(&ids, &[], Some(0), false);
         assert!(got.iter().all(|b| b.outcome == Outcome::Absent));
+    }
+
+    #[test]
+    fn the_reverted_run_timeout_follows_the_head_run_unless_the_profile_sets_it() {
+        let p = BitePolicy::default();
+        let step = Duration::from_secs(1800);
+        assert_eq!(
+            timeout(&p, step, Duration::from_secs(2)),
+            Duration::from_secs(60)
+        );
+        assert_eq!(
+            timeout(&p, step, Duration::from_secs(100)),
+            Duration::from_secs(500)
+        );
+        assert_eq!(timeout(&p, step, Duration::from_secs(1000)), step);
+        let set = BitePolicy {
+            timeout: Some("4s".into()),
+            ..BitePolicy::default()
+        };
+        assert_eq!(
+            timeout(&set, step, Duration::from_secs(100)),
+            Duration::from_secs(4)
+        );
     }
 
     #[test]

@@ -468,7 +468,8 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
                         return Err(VouchError::Interrupted.into());
                     }
                     if run.report.status != StepStatus::Timeout && gate_ref.bite.is_none() {
-                        gate_ref.run_bite(step, &run.results).await?;
+                        let took = run.outcome.as_ref().map(|o| o.duration).unwrap_or_default();
+                        gate_ref.run_bite(step, &run.results, took).await?;
                     }
                 }
                 out.push((idx, run.report));
@@ -881,7 +882,12 @@ impl GateRun<'_> {
     }
 
     /// The bite check (see [`bite`]): fills `self.bite`.
-    async fn run_bite(&mut self, step: &Step, head_results: &[TestResult]) -> Result<()> {
+    async fn run_bite(
+        &mut self,
+        step: &Step,
+        head_results: &[TestResult],
+        head_duration: std::time::Duration,
+    ) -> Result<()> {
         let policy = self.bite_policy();
         let mut report = bite::BiteReport::new(&policy);
         let started = Instant::now();
@@ -949,7 +955,7 @@ impl GateRun<'_> {
                 .await
                 .context("room task")??;
                 let env = step_env(self.prep, &room, &places);
-                let limit = bite::timeout(&policy, step.timeout()?);
+                let limit = bite::timeout(&policy, step.timeout()?, head_duration);
                 let mut covered = BTreeSet::new();
                 for (i, (cmd, ids)) in bite::commands(runner, &step.raw_argv(), &run_ids)
                     .into_iter()

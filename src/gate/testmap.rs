@@ -545,7 +545,22 @@ pub fn touched(
             continue;
         }
         let Some(old) = &ch.old else {
-            out.ids.extend(in_file.iter().map(|s| s.to_string()));
+            // A new file: its tests. Where ids are scoped wider than the file (a Go package, a Rust crate
+            // root), only the test functions the file defines.
+            let wide =
+                runner == Runner::Go || (runner == Runner::Cargo && ch.path.starts_with("src/"));
+            let names: BTreeSet<String> = test_functions(&ch.path, new)
+                .into_iter()
+                .map(|f| f.name)
+                .collect();
+            out.ids.extend(
+                in_file
+                    .iter()
+                    .filter(|id| {
+                        !wide || id_parts(runner, id).is_some_and(|p| names.contains(&p.top))
+                    })
+                    .map(|s| s.to_string()),
+            );
             continue;
         };
         let new_fns = test_functions(&ch.path, new);
@@ -827,6 +842,25 @@ mod tests {
             ["calc@src/lib.rs::parse::tests::new_one".to_string()]
                 .into_iter()
                 .collect()
+        );
+    }
+
+    #[test]
+    fn a_new_go_test_file_selects_only_the_tests_it_defines() {
+        let head = [
+            pass("example.com/m::TestAbs"),
+            pass("example.com/m::TestAdd"),
+        ];
+        let new = "package m\n\nfunc TestAbs(t *testing.T) {\n}\n";
+        let t = touched(
+            Runner::Go,
+            Some("example.com/m"),
+            &[change("abs_test.go", None, Some(new))],
+            &head,
+        );
+        assert_eq!(
+            t.ids,
+            ["example.com/m::TestAbs".to_string()].into_iter().collect()
         );
     }
 

@@ -1,3 +1,4 @@
+mod bite;
 mod cli;
 mod gate_go;
 mod gate_node;

@@ -237,3 +237,13 @@ pub fn strings(v: &serde_json::Value) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// The text of a shipped preset, from `vouch profile --name NAME`.
+pub fn preset(name: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_vouch"))
+        .args(["profile", "--name", name])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
