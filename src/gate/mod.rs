@@ -271,11 +271,19 @@ struct Places {
 }
 
 fn places(opts: &Options, prep: &Prepared, role: &str) -> Result<Places> {
+    places_logged(opts, prep, role, role)
+}
+
+/// Like [`places`], with step logs under `logs_name` (two runs in one room keep their logs apart).
+fn places_logged(opts: &Options, prep: &Prepared, role: &str, logs_name: &str) -> Result<Places> {
     let short = &prep.head.sha[..12];
     let repo_dir = opts.cache.join("rooms").join(&prep.repo_key);
     let (room, logs) = if opts.keep {
         let dir = opts.workspaces.join(format!("gate-{short}"));
-        (Placement::Kept(dir.join(role)), dir.join("logs").join(role))
+        (
+            Placement::Kept(dir.join(role)),
+            dir.join("logs").join(logs_name),
+        )
     } else if opts.fresh_rooms {
         (
             Placement::Temp,
@@ -283,7 +291,7 @@ fn places(opts: &Options, prep: &Prepared, role: &str) -> Result<Places> {
                 .join("logs")
                 .join(&prep.repo_key)
                 .join(short)
-                .join(role),
+                .join(logs_name),
         )
     } else {
         (
@@ -292,7 +300,7 @@ fn places(opts: &Options, prep: &Prepared, role: &str) -> Result<Places> {
                 .join("logs")
                 .join(&prep.repo_key)
                 .join(short)
-                .join(role),
+                .join(logs_name),
         )
     };
     // Steps run inside the room: every path handed to them must be absolute.
@@ -487,7 +495,14 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
             slots[idx] = Some(report);
         }
     }
-    let reports: Vec<steps::StepReport> = slots.into_iter().flatten().collect();
+    let mut reports: Vec<steps::StepReport> = slots.into_iter().flatten().collect();
+    // A check that fails at head is run at base too: findings already there are not the change's.
+    if !opts.strict_baseline && !opts.no_baseline {
+        gate.judge_checks(&mut reports).await?;
+        if cancel.is_cancelled() {
+            return Err(VouchError::Interrupted.into());
+        }
+    }
     reasons.append(&mut gate.reasons);
     notes.append(&mut gate.notes);
     for st in &reports {
@@ -626,6 +641,15 @@ fn step_line(run: &StepRun) -> String {
         line.push_str(&format!("  ({note})"));
     }
     line
+}
+
+/// A step's full log as written (relative to its room), or its tail when the file is gone.
+fn read_log(report: &steps::StepReport) -> String {
+    report
+        .log
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .unwrap_or_else(|| report.log_tail.clone())
 }
 
 /// Files of the room that a step's output names, in order of first mention.
@@ -866,6 +890,72 @@ impl GateRun<'_> {
             .preexisting_failures
             .extend(j.preexisting_failures);
         self.tests.flaky.extend(j.flaky);
+        Ok(())
+    }
+
+    /// Runs the failing format, vet and lint steps at base and compares findings: a step whose findings at head
+    /// all occur at base too (line numbers aside) passes with a note; otherwise the new findings are named.
+    async fn judge_checks(&mut self, reports: &mut [steps::StepReport]) -> Result<()> {
+        let failing: Vec<usize> = reports
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.status == StepStatus::Fail && r.kind.parallel())
+            .map(|(i, _)| i)
+            .collect();
+        if failing.is_empty() {
+            return Ok(());
+        }
+        let prep = self.prep;
+        let places = places_logged(self.opts, prep, "base", "base-checks")?;
+        let pb = self.ui.start("running the failing checks at base");
+        let room = open_room(prep, &prep.base.sha, places.room.clone()).await?;
+        let env = step_env(prep, &room, &places);
+        self.ui
+            .done(pb, &format!("  room     base at {}", room.dir().display()));
+        for i in failing {
+            let Some(step) = prep
+                .profile
+                .steps
+                .iter()
+                .find(|s| s.name == reports[i].name)
+            else {
+                continue;
+            };
+            if steps::not_applicable(step, room.dir()).is_some()
+                || steps::missing_tool(step, &env, self.cancel).await.is_some()
+            {
+                continue;
+            }
+            let pb = self.ui.start(&format!("{} at base", step.name));
+            let base_run = steps::run_step(step, &env, &room, &prep.objects, self.cancel).await?;
+            self.ui
+                .done(pb, &format!("{} (at base)", step_line(&base_run)));
+            if base_run.report.status != StepStatus::Fail {
+                continue;
+            }
+            let head_log = read_log(&reports[i]);
+            let base_log = read_log(&base_run.report);
+            let new = judge::new_findings(&head_log, &base_log);
+            let r = &mut reports[i];
+            if new.is_empty() {
+                r.status = StepStatus::Pass;
+                r.note = Some(format!(
+                    "fails at base too, with the same findings: pre-existing, not blamed (--strict-baseline blames them){}",
+                    r.note.as_deref().map(|n| format!("; {n}")).unwrap_or_default()
+                ));
+                self.notes.push(format!(
+                    "step `{}` fails at base with the same findings; not blamed",
+                    r.name
+                ));
+            } else {
+                let shown: Vec<&str> = new.iter().take(5).map(String::as_str).collect();
+                r.note = Some(format!(
+                    "fails at base too, but with {} not there: {}",
+                    plural(new.len(), "new finding"),
+                    shown.join(" | ")
+                ));
+            }
+        }
         Ok(())
     }
 

@@ -584,9 +584,14 @@ pub fn touched(
                 None => outside = true,
             }
         }
-        // Rust and other files holding production code too: lines outside tests are production, not helpers.
+        // Rust files holding production code too: lines outside test functions are production, unless they
+        // lie in a test region (a macro generating tests inside `#[cfg(test)] mod tests`, a test helper).
         let mixed = runner == Runner::Cargo && ch.path.starts_with("src/");
-        if outside && !mixed {
+        if mixed && outside {
+            outside = in_test_region_outside_fns(&ch.path, new, &new_lines, &new_fns)
+                || in_test_region_outside_fns(&ch.path, old, &old_lines, &old_fns);
+        }
+        if outside {
             out.notes.push(format!(
                 "{} changed outside test functions: selected all {} of it",
                 ch.path,
@@ -602,6 +607,22 @@ pub fn touched(
         }
     }
     out
+}
+
+/// Whether any of `lines` lies in a test region of the file but outside every test function.
+fn in_test_region_outside_fns(
+    path: &str,
+    text: &str,
+    lines: &BTreeSet<usize>,
+    fns: &[TestFn],
+) -> bool {
+    let Some(regions) = crate::gate::split::regions_for(path).and_then(|f| f.test_regions(text))
+    else {
+        return false;
+    };
+    lines.iter().any(|n| {
+        regions.iter().any(|r| r.contains(n)) && !fns.iter().any(|f| f.start <= *n && *n <= f.end)
+    })
 }
 
 /// Tests the change deletes, and tests that lose assertions or gain skip markers.
@@ -862,6 +883,25 @@ mod tests {
             t.ids,
             ["example.com/m::TestAbs".to_string()].into_iter().collect()
         );
+    }
+
+    #[test]
+    fn a_macro_generating_inline_tests_selects_every_test_of_the_module() {
+        let old = "pub fn f() -> i32 {\n    1\n}\n\n#[cfg(test)]\nmod tests {\n    macro_rules! cases {\n        ($($n:ident: $v:expr,)*) => { $(#[test] fn $n() { assert_eq!(super::f(), $v); })* };\n    }\n    cases! {\n        one: 1,\n    }\n}\n";
+        let new = old
+            .replace("    1\n}", "    2\n}")
+            .replace("        one: 1,\n", "        one: 1,\n        two: 2,\n");
+        let head = [
+            pass("m@src/lib.rs::tests::one"),
+            pass("m@src/lib.rs::tests::two"),
+        ];
+        let t = touched(
+            Runner::Cargo,
+            None,
+            &[change("src/lib.rs", Some(old), Some(&new))],
+            &head,
+        );
+        assert_eq!(t.ids.len(), 2, "{t:?}");
     }
 
     #[test]

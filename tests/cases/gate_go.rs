@@ -127,3 +127,37 @@ fn a_new_failing_go_subtest_is_blamed_and_an_old_failure_elsewhere_is_not() {
         vec!["example.com/calc/legacy::TestTwo".to_string()]
     );
 }
+
+#[test]
+fn when_base_does_not_build_the_report_says_so_and_head_is_judged_alone() {
+    let repo = Repo::with_files(&[
+        ("go.mod", GO_MOD),
+        (
+            "calc.go",
+            "package calc\n\n// Add returns a + b.\nfunc Add(a, b int) int {\n\treturn a +\n}\n",
+        ),
+        ("calc_test.go", CALC_TEST),
+    ]);
+    repo.write("calc.go", CALC);
+    repo.write("abs_test.go", ABS_TEST);
+    repo.commit("repair the build, add a test for Abs (still wrong)");
+    let g = repo.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.verdict(), "fail", "{}", g.explain());
+    assert_eq!(
+        g.report()["tests"]["baseline"],
+        "base-broken",
+        "{}",
+        g.explain()
+    );
+    assert!(
+        g.report()["notes"]
+            .to_string()
+            .contains("base does not build"),
+        "{}",
+        g.explain()
+    );
+    assert_eq!(
+        g.tests("new_failures"),
+        vec!["example.com/calc::TestAbs".to_string()]
+    );
+}

@@ -225,3 +225,40 @@ fn the_markdown_and_junit_reports_are_written() {
     );
     assert!(!junit.contains("<failure"), "{junit}");
 }
+
+#[test]
+fn a_lint_finding_already_at_base_is_not_blamed_but_a_new_one_is() {
+    let repo = Repo::with_files(&[
+        ("pyproject.toml", PYPROJECT),
+        ("calc.py", CALC),
+        ("legacy.py", "import sys\n\n\ndef old():\n    return 1\n"),
+        ("tests/test_calc.py", TEST_CALC),
+    ]);
+    repo.write("calc.py", FIXED_CALC);
+    repo.write("tests/test_mean.py", TEST_MEAN);
+    repo.commit("fix mean");
+    let g = repo.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    assert_eq!(g.step("ruff")["status"], "pass");
+    assert!(
+        g.step("ruff")["note"]
+            .as_str()
+            .unwrap()
+            .contains("pre-existing"),
+        "{}",
+        g.explain()
+    );
+    let g = repo.gate(&["--base", "HEAD~1", "--strict-baseline"]);
+    assert_eq!(g.verdict(), "fail", "{}", g.explain());
+
+    repo.write("calc.py", &format!("import os\n\n\n{FIXED_CALC}"));
+    repo.commit("an unused import");
+    let g = repo.gate(&["--base", "HEAD~2"]);
+    assert_eq!(g.verdict(), "fail", "{}", g.explain());
+    let note = g.step("ruff")["note"].as_str().unwrap().to_owned();
+    assert!(
+        note.contains("1 new finding") && note.contains("calc.py"),
+        "{}",
+        g.explain()
+    );
+}

@@ -445,3 +445,29 @@ fn the_repository_profile_is_read_at_base_so_a_change_cannot_loosen_its_own_gate
         .to_string()
         .contains("judged with the profile as of base"));
 }
+
+#[test]
+fn the_whole_gate_timeout_is_an_infrastructure_error_and_cleans_up() {
+    let repo = project();
+    let marker = format!("vouch-gate-timeout-{}", std::process::id());
+    repo.write("tests/test_hang.py", &hanging_test(&marker));
+    repo.commit("a test that hangs");
+    let profile = pytest_profile(&repo, "10m");
+    let before = repo.snapshot();
+    let started = Instant::now();
+    let g = repo.gate(&["--base", "HEAD~1", "--profile", &profile, "--timeout", "4s"]);
+    assert!(started.elapsed() < Duration::from_secs(60));
+    assert_eq!(g.run.code, 3, "{}", g.explain());
+    assert!(
+        g.run.stderr.contains("the gate timed out after 4.0s"),
+        "{}",
+        g.run.stderr
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        processes_matching(&marker),
+        "",
+        "processes outlived the gate"
+    );
+    assert_eq!(repo.snapshot(), before);
+}
