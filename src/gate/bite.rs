@@ -186,10 +186,33 @@ pub fn decide(tests: &[BiteTest], policy: &BitePolicy) -> (String, Vec<String>, 
             reasons.push(format!(
                 "require = \"all\": only {biters} of {n} changed tests fail without the production change"
             ));
-        } else {
+        } else if counts(Outcome::FailsAtHead) == n {
             reasons.push(format!(
-                "none of the {} changed tests fails without the production change; they would pass with or without it",
-                n
+                "{} already at head, so {} prove nothing without the production change",
+                if n == 1 {
+                    "the changed test fails".to_owned()
+                } else {
+                    format!("all {n} changed tests fail")
+                },
+                if n == 1 { "it can" } else { "they can" }
+            ));
+        } else {
+            let mut kinds: Vec<String> = Vec::new();
+            for (o, word) in [
+                (Outcome::Inert, "inert"),
+                (Outcome::Skipped, "skipped"),
+                (Outcome::Timeout, "timed out"),
+                (Outcome::Absent, "absent"),
+                (Outcome::FailsAtHead, "failing at head"),
+                (Outcome::BitesBuild, "only failing to build"),
+            ] {
+                if counts(o) > 0 {
+                    kinds.push(format!("{} {word}", counts(o)));
+                }
+            }
+            reasons.push(format!(
+                "none of the {n} changed tests fails without the production change ({})",
+                kinds.join(", ")
             ));
         }
         ("no-bite".into(), reasons, warnings)
@@ -552,6 +575,23 @@ mod tests {
         let (status, _, warnings) = decide(&tests, &BitePolicy::default());
         assert_eq!(status, "no-bite");
         assert_eq!(warnings.len(), 4);
+    }
+
+    #[test]
+    fn no_bite_reasons_say_what_the_changed_tests_did() {
+        let (_, reasons, _) = decide(&[t("a", Outcome::FailsAtHead)], &BitePolicy::default());
+        assert_eq!(
+            reasons,
+            vec!["the changed test fails already at head, so it can prove nothing without the production change".to_string()]
+        );
+        let (_, reasons, _) = decide(
+            &[t("a", Outcome::Inert), t("b", Outcome::Timeout)],
+            &BitePolicy::default(),
+        );
+        assert_eq!(
+            reasons,
+            vec!["none of the 2 changed tests fails without the production change (1 inert, 1 timed out)".to_string()]
+        );
     }
 
     #[test]

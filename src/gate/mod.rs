@@ -643,6 +643,32 @@ fn step_line(run: &StepRun) -> String {
     line
 }
 
+/// A failure message in one line: its first few lines joined, without libtest's `thread 'x' (id)` prefix.
+fn summarize_failure(message: &str) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for line in message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(4)
+    {
+        let line = match line.strip_prefix("thread '") {
+            Some(rest) => rest
+                .find(" panicked at ")
+                .map(|i| rest[i + 1..].to_owned())
+                .unwrap_or_else(|| line.to_owned()),
+            None => line.to_owned(),
+        };
+        parts.push(line);
+    }
+    let joined = parts.join(" ");
+    let mut out: String = joined.chars().take(240).collect();
+    if joined.chars().count() > 240 {
+        out.push('…');
+    }
+    out
+}
+
 /// A step's full log as written (relative to its room), or its tail when the file is gone.
 fn read_log(report: &steps::StepReport) -> String {
     report
@@ -837,8 +863,9 @@ impl GateRun<'_> {
                         .iter()
                         .find(|r| &r.id == id)
                         .and_then(|r| r.message.as_deref())
-                        .and_then(|m| m.lines().find(|l| !l.trim().is_empty()))
-                        .map(|m| format!(" ({})", m.trim().chars().take(200).collect::<String>()))
+                        .map(summarize_failure)
+                        .filter(|m| !m.is_empty())
+                        .map(|m| format!(" ({m})"))
                         .unwrap_or_default();
                     format!("{id}{msg}")
                 })
