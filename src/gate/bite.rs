@@ -436,9 +436,9 @@ pub fn outcomes(
                 // Nothing of this selection ran and the command failed: it did not build, import or collect.
                 None if !found_any && exit_code != Some(0) => Outcome::BitesBuild,
                 None if exit_code != Some(0)
-                    && results
-                        .iter()
-                        .any(|r| r.status == TestStatus::Fail && !ids.contains(&r.id)) =>
+                    && results.iter().any(|r| {
+                        r.status == TestStatus::Fail && !ids.contains(&r.id) && not_a_test(&r.id)
+                    }) =>
                 {
                     Outcome::BitesBuild
                 }
@@ -450,6 +450,15 @@ pub fn outcomes(
             }
         })
         .collect()
+}
+
+/// Ids a runner reports for a failure outside any test: a package or crate that does not build, a test file
+/// that does not load or collect. Another test failing in the same run says nothing about ours.
+fn not_a_test(id: &str) -> bool {
+    id.contains("[build]")
+        || id.contains("[package]")
+        || id.contains("[file]")
+        || !id.contains("::")
 }
 
 /// Head status of the touched tests: those not passing at head get their outcome now.
@@ -618,6 +627,17 @@ mod tests {
         );
         let got = outcomes(&ids, &[], Some(0), false);
         assert!(got.iter().all(|b| b.outcome == Outcome::Absent));
+        // Another test failing in the same run says nothing about a selected test that is missing.
+        let got = outcomes(
+            &ids,
+            &[
+                r("a", TestStatus::Pass),
+                r("pkg::TestOther", TestStatus::Fail),
+            ],
+            Some(1),
+            false,
+        );
+        assert_eq!(got[1].outcome, Outcome::Absent);
     }
 
     #[test]
