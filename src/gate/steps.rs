@@ -132,6 +132,27 @@ impl StepEnv {
             .join(format!("{}{suffix}.junit.xml", file_stem(step)))
     }
 
+    /// A process spec for a step's command in the room, logs named after `stem`.
+    pub fn spec(
+        &self,
+        step: &Step,
+        argv: Vec<String>,
+        junit: &Path,
+        stem: &str,
+        timeout: Duration,
+        merge_output: bool,
+    ) -> Spec {
+        Spec {
+            argv,
+            cwd: self.room.clone(),
+            env: self.env_for(step, junit),
+            timeout,
+            log_path: self.logs.join(format!("{stem}.log")),
+            stdout_path: self.logs.join(format!("{stem}.stdout")),
+            merge_output,
+        }
+    }
+
     /// Output paths inside the room (absolute) shown relative to the room, so reports read like a checkout.
     pub fn relativize(&self, text: &str) -> String {
         let mut prefix = self.room.to_string_lossy().into_owned();
@@ -171,19 +192,15 @@ pub async fn missing_tool(
     }
     if let Some(probe) = &step.probe {
         let argv = env.argv_for(probe, &junit);
-        let spec = Spec {
-            argv: argv.clone(),
-            cwd: env.room.clone(),
-            env: vars,
-            timeout: Duration::from_secs(60),
-            log_path: env
-                .logs
-                .join(format!("{}.probe.log", file_stem(&step.name))),
-            stdout_path: env
-                .logs
-                .join(format!("{}.probe.stdout", file_stem(&step.name))),
-            merge_output: false,
-        };
+        let stem = format!("{}.probe", file_stem(&step.name));
+        let spec = env.spec(
+            step,
+            argv.clone(),
+            &junit,
+            &stem,
+            Duration::from_secs(60),
+            true,
+        );
         match process::run(&spec, cancel).await {
             Ok(o) if o.success() => {}
             Ok(o) => {
@@ -252,15 +269,14 @@ pub async fn run_step(
     let _ = std::fs::remove_file(&junit);
     let argv = env.argv_for(&step.raw_argv(), &junit);
     let stem = file_stem(&step.name);
-    let spec = Spec {
-        argv: argv.clone(),
-        cwd: env.room.clone(),
-        env: env.env_for(step, &junit),
-        timeout: step.timeout()?,
-        log_path: env.logs.join(format!("{stem}.log")),
-        stdout_path: env.logs.join(format!("{stem}.stdout")),
-        merge_output: merge(step),
-    };
+    let spec = env.spec(
+        step,
+        argv.clone(),
+        &junit,
+        &stem,
+        step.timeout()?,
+        merge(step),
+    );
     let command = process::quote_argv(&argv);
     let outcome = match process::run(&spec, cancel).await {
         Ok(o) => o,
@@ -319,16 +335,7 @@ pub async fn run_step(
     let mut results = Vec::new();
     let mut tests = None;
     if step.kind == StepKind::Test {
-        let stdout = parser_input(step, &spec);
-        let junit_text = std::fs::read_to_string(&junit).ok();
-        results = testresults::parse(
-            step.runner(),
-            &RunOutput {
-                stdout: &stdout,
-                junit: junit_text.as_deref(),
-                root: &env.room,
-            },
-        );
+        results = parse_results(step, env, &spec, &junit);
         tests = Some(counts(&results));
     }
     let report = StepReport {
@@ -367,32 +374,36 @@ pub async fn run_selection(
         let junit = env.junit_path(&step.name, &suffix);
         let _ = std::fs::remove_file(&junit);
         let stem = format!("{}{suffix}", file_stem(&step.name));
-        let spec = Spec {
-            argv: env.argv_for(raw, &junit),
-            cwd: env.room.clone(),
-            env: env.env_for(step, &junit),
+        let spec = env.spec(
+            step,
+            env.argv_for(raw, &junit),
+            &junit,
+            &stem,
             timeout,
-            log_path: env.logs.join(format!("{stem}.log")),
-            stdout_path: env.logs.join(format!("{stem}.stdout")),
-            merge_output: merge(step),
-        };
+            merge(step),
+        );
         let outcome = process::run(&spec, cancel).await?;
-        let stdout = parser_input(step, &spec);
-        let junit_text = std::fs::read_to_string(&junit).ok();
-        results.extend(testresults::parse(
-            step.runner(),
-            &RunOutput {
-                stdout: &stdout,
-                junit: junit_text.as_deref(),
-                root: &env.room,
-            },
-        ));
+        results.extend(parse_results(step, env, &spec, &junit));
         outcomes.push(outcome);
         if cancel.is_cancelled() {
             break;
         }
     }
     Ok((results, outcomes))
+}
+
+/// The per-test results a run of a test step left behind (its output and its JUnit file).
+fn parse_results(step: &Step, env: &StepEnv, spec: &Spec, junit: &Path) -> Vec<TestResult> {
+    let stdout = parser_input(step, spec);
+    let junit_text = std::fs::read_to_string(junit).ok();
+    testresults::parse(
+        step.runner(),
+        &RunOutput {
+            stdout: &stdout,
+            junit: junit_text.as_deref(),
+            root: &env.room,
+        },
+    )
 }
 
 /// What a runner's parser reads: cargo prints its `Running ...` target lines and build errors on stderr, and go
