@@ -244,14 +244,27 @@ fn skipped(step: &Step, env: &StepEnv, junit: &Path, note: String) -> StepRun {
 
 /// Whether a step applies to this tree (`if_exists`), else the skip note.
 pub fn not_applicable(step: &Step, room: &Path) -> Option<String> {
-    if step.if_exists.is_empty() || step.if_exists.iter().any(|f| room.join(f).exists()) {
-        None
-    } else {
-        Some(format!(
+    let contains = |[file, text]: &[String; 2]| {
+        std::fs::read_to_string(room.join(file)).is_ok_and(|t| t.contains(text.as_str()))
+    };
+    if !step.if_exists.is_empty() && !step.if_exists.iter().any(|f| room.join(f).exists()) {
+        return Some(format!(
             "not configured here (none of {} exists)",
             step.if_exists.join(", ")
-        ))
+        ));
     }
+    if !step.if_contains.is_empty() && !step.if_contains.iter().any(contains) {
+        let what: Vec<String> = step
+            .if_contains
+            .iter()
+            .map(|[f, t]| format!("{t} in {f}"))
+            .collect();
+        return Some(format!("not configured here (no {})", what.join(", no ")));
+    }
+    if let Some([f, t]) = step.unless_contains.iter().find(|c| contains(c)) {
+        return Some(format!("not used here ({f} names {t})"));
+    }
+    None
 }
 
 /// Runs a step whose tool was already checked. `room` is needed for code generators (drift and restore).

@@ -50,3 +50,44 @@ fn a_new_failing_node_test_is_blamed_and_an_old_one_is_not() {
         vec!["test/legacy.test.js::legacy is broken".to_string()]
     );
 }
+
+#[test]
+fn a_package_testing_with_another_framework_is_judged_by_its_own_npm_test() {
+    // package.json names a framework (here mocha, not installed: its own test script stands in for it).
+    let package = "{\n  \"name\": \"calc\",\n  \"version\": \"1.0.0\",\n  \"private\": true,\n  \"scripts\": { \"test\": \"node check.js\" },\n  \"devDependencies\": { \"mocha\": \"*\" }\n}\n";
+    let repo = Repo::with_files(&[
+        ("package.json", package),
+        ("calc.js", CALC),
+        (
+            "check.js",
+            "const { add } = require('./calc');\nif (add(2, 3) !== 5) { process.exit(1); }\n",
+        ),
+        ("test/calc.test.js", CALC_TEST),
+    ]);
+    repo.write("calc.js", &CALC.replace("x < 0 ? x : x", "x < 0 ? -x : x"));
+    repo.write("test/abs.test.js", ABS_TEST);
+    repo.commit("fix abs");
+    let g = repo.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    assert_eq!(g.step("npm-test")["status"], "pass", "{}", g.explain());
+    assert_eq!(g.step("test")["status"], "skipped");
+    assert!(
+        g.step("test")["note"]
+            .as_str()
+            .unwrap()
+            .contains("names \"mocha\""),
+        "{}",
+        g.explain()
+    );
+
+    repo.write("check.js", "process.exit(1);\n");
+    repo.write("test/more.test.js", ABS_TEST);
+    repo.commit("break the test script");
+    let g = repo.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.verdict(), "fail", "{}", g.explain());
+    assert!(
+        g.reasons().iter().any(|r| r.contains("`npm-test`")),
+        "{}",
+        g.explain()
+    );
+}
