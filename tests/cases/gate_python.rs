@@ -262,3 +262,22 @@ fn a_lint_finding_already_at_base_is_not_blamed_but_a_new_one_is() {
         g.explain()
     );
 }
+
+#[test]
+fn a_src_layout_project_imports_from_the_checkout_without_being_installed() {
+    let repo = Repo::with_files(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"calc\"\nversion = \"0.1.0\"\n",
+        ),
+        ("src/calc/__init__.py", CALC),
+        ("tests/test_calc.py", TEST_CALC),
+    ]);
+    repo.write("src/calc/__init__.py", FIXED_CALC);
+    repo.write("tests/test_mean.py", TEST_MEAN);
+    repo.commit("fix mean");
+    let g = repo.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    assert_eq!(g.step("pytest")["tests"]["passed"], 2, "{}", g.explain());
+    assert_eq!(g.report()["bite"]["status"], "bites", "{}", g.explain());
+}
