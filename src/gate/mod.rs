@@ -411,6 +411,7 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
             ..Tests::default()
         },
         bite: None,
+        head_test_failed: false,
         reasons: Vec::new(),
         notes: Vec::new(),
     };
@@ -758,6 +759,8 @@ struct GateRun<'a> {
     baseline: Option<Option<Vec<TestResult>>>,
     tests: Tests,
     bite: Option<bite::BiteReport>,
+    /// The test step failed at head (set by `judge_tests`).
+    head_test_failed: bool,
     reasons: Vec<String>,
     notes: Vec<String>,
 }
@@ -769,6 +772,7 @@ impl GateRun<'_> {
             return Ok(());
         };
         let runner = step.runner();
+        self.head_test_failed = !outcome.success();
         if runner == Runner::Generic {
             if !outcome.success() {
                 self.reasons.push(format!(
@@ -1025,12 +1029,7 @@ impl GateRun<'_> {
         let w = testmap::weakened(&plan.test_changes);
         report.removed_tests = w.removed;
         report.weakened_tests = w.weakened;
-        if runner == Runner::Generic {
-            report.reasons.push(format!(
-                "step `{}` has no per-test results (runner generic), so tests cannot be selected",
-                step.name
-            ));
-        } else if report.production_files.is_empty() {
+        if report.production_files.is_empty() {
             report
                 .reasons
                 .push("test-only change: there is no production change to revert".into());
@@ -1038,6 +1037,9 @@ impl GateRun<'_> {
             report
                 .reasons
                 .push("no test changed: nothing to check without the production change (the test-presence rule decides)".into());
+        } else if runner == Runner::Generic {
+            self.bite_whole_run(step, &policy, head_duration, &plan, &mut report)
+                .await?;
         } else {
             let touched = testmap::touched(
                 runner,
@@ -1132,6 +1134,106 @@ impl GateRun<'_> {
             report.reasons.join("; ")
         ));
         self.bite = Some(report);
+        Ok(())
+    }
+
+    /// The bite check for a test step without per-test results: the whole test command runs in the reverted
+    /// tree and must fail there, while it passes at base (else a failure proves nothing).
+    async fn bite_whole_run(
+        &mut self,
+        step: &Step,
+        policy: &profile::BitePolicy,
+        head_duration: std::time::Duration,
+        plan: &bite::Plan,
+        report: &mut bite::BiteReport,
+    ) -> Result<()> {
+        let id = format!("{} (whole run)", step.name);
+        if self.head_test_failed {
+            report.reasons.push(format!(
+                "step `{}` fails at head; a whole-run bite check proves nothing",
+                step.name
+            ));
+            return Ok(());
+        }
+        report.warnings.push(format!(
+            "step `{}` has no per-test results (runner generic): the whole test command was run without the production change",
+            step.name
+        ));
+        let limit = bite::timeout(policy, step.timeout()?, head_duration);
+        let pb = self
+            .ui
+            .start("bite check: the whole test command without the production change");
+        let bite_places = places(self.opts, self.prep, "bite")?;
+        let objects = self.prep.objects.clone();
+        let base = git2::Oid::from_str(&self.prep.base.sha)?;
+        let preserve = self.prep.profile.room.preserve.clone();
+        let overlay = plan.overlay.clone();
+        let placement = bite_places.room.clone();
+        let room = tokio::task::spawn_blocking(move || {
+            Room::open(
+                &objects,
+                Target::Overlay {
+                    base,
+                    files: overlay,
+                },
+                placement,
+                &preserve,
+            )
+        })
+        .await
+        .context("room task")??;
+        let env = step_env(self.prep, &room, &bite_places);
+        let (_, outcomes) = steps::run_selection(
+            step,
+            &env,
+            &[step.raw_argv()],
+            "bite-whole-",
+            limit,
+            self.cancel,
+        )
+        .await?;
+        drop(room);
+        if self.cancel.is_cancelled() {
+            return Err(VouchError::Interrupted.into());
+        }
+        let reverted = outcomes.into_iter().next().unwrap_or_default();
+        let outcome = if reverted.timed_out {
+            bite::Outcome::Timeout
+        } else if reverted.success() {
+            bite::Outcome::Inert
+        } else {
+            // It fails without the change: that counts only if the same command passes at base.
+            let base_places = places(self.opts, self.prep, "base")?;
+            let base_room =
+                open_room(self.prep, &self.prep.base.sha, base_places.room.clone()).await?;
+            let env = step_env(self.prep, &base_room, &base_places);
+            let (_, at_base) = steps::run_selection(
+                step,
+                &env,
+                &[step.raw_argv()],
+                "base-whole-",
+                limit,
+                self.cancel,
+            )
+            .await?;
+            if at_base.first().is_some_and(|o| o.success()) {
+                bite::Outcome::Bites
+            } else {
+                self.ui.done(pb, "  ran      bite check (whole run)");
+                report.reasons.push(format!(
+                    "step `{}` fails at base as well, so its failure without the production change proves nothing",
+                    step.name
+                ));
+                return Ok(());
+            }
+        };
+        self.ui.done(pb, "  ran      bite check (whole run)");
+        let tests = vec![bite::BiteTest { id, outcome }];
+        let (status, reasons, warnings) = bite::decide(&tests, policy);
+        report.status = status;
+        report.reasons.extend(reasons);
+        report.warnings.extend(warnings);
+        report.tests = tests;
         Ok(())
     }
 

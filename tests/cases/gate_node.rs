@@ -54,7 +54,7 @@ fn a_new_failing_node_test_is_blamed_and_an_old_one_is_not() {
 #[test]
 fn a_package_testing_with_another_framework_is_judged_by_its_own_npm_test() {
     // package.json names a framework (here mocha, not installed: its own test script stands in for it).
-    let package = "{\n  \"name\": \"calc\",\n  \"version\": \"1.0.0\",\n  \"private\": true,\n  \"scripts\": { \"test\": \"node check.js\" },\n  \"devDependencies\": { \"mocha\": \"*\" }\n}\n";
+    let package = "{\n  \"name\": \"calc\",\n  \"version\": \"1.0.0\",\n  \"private\": true,\n  \"scripts\": { \"test\": \"node --test && node check.js\" },\n  \"devDependencies\": { \"mocha\": \"*\" }\n}\n";
     let repo = Repo::with_files(&[
         ("package.json", package),
         ("calc.js", CALC),
@@ -90,4 +90,46 @@ fn a_package_testing_with_another_framework_is_judged_by_its_own_npm_test() {
         "{}",
         g.explain()
     );
+}
+
+#[test]
+fn a_whole_run_bite_check_judges_a_package_without_per_test_results() {
+    let package = "{\n  \"name\": \"calc\",\n  \"version\": \"1.0.0\",\n  \"private\": true,\n  \"scripts\": { \"test\": \"node test/run.js\" },\n  \"devDependencies\": { \"mocha\": \"*\" }\n}\n";
+    let runner = "const fs = require('fs');\nfor (const f of fs.readdirSync(__dirname).filter((f) => f.endsWith('.check.js'))) {\n  require('./' + f);\n}\n";
+    let check = |body: &str| {
+        format!("const assert = require('node:assert');\nconst {{ abs }} = require('../calc');\n{body}\n")
+    };
+    let repo = Repo::with_files(&[
+        ("package.json", package),
+        ("calc.js", CALC),
+        ("test/run.js", runner),
+        ("test/add.check.js", "const assert = require('node:assert');\nconst { add } = require('../calc');\nassert.strictEqual(add(2, 3), 5);\n"),
+    ]);
+    // A real fix: its new check fails without it.
+    repo.write("calc.js", &CALC.replace("x < 0 ? x : x", "x < 0 ? -x : x"));
+    repo.write(
+        "test/abs.check.js",
+        &check("assert.strictEqual(abs(-3), 3);"),
+    );
+    repo.commit("fix abs");
+    let g = repo.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    assert_eq!(g.report()["bite"]["status"], "bites", "{}", g.explain());
+    assert_eq!(g.report()["bite"]["tests"][0]["id"], "npm-test (whole run)");
+
+    // A check that passes either way: inert.
+    repo.write(
+        "test/abs2.check.js",
+        &check("assert.strictEqual(abs(3), 3);"),
+    );
+    repo.write(
+        "calc.js",
+        &CALC
+            .replace("x < 0 ? x : x", "x < 0 ? -x : x")
+            .replace("return a + b;", "return b + a;"),
+    );
+    repo.commit("reorder add, with an inert check");
+    let g = repo.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.verdict(), "fail", "{}", g.explain());
+    assert_eq!(g.report()["bite"]["status"], "no-bite", "{}", g.explain());
 }
