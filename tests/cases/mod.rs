@@ -5,3 +5,4 @@ mod gate_node;
 mod gate_python;
 mod gate_rules;
 mod gate_rust;
+mod model;

@@ -247,3 +247,4 @@ pub fn preset(name: &str) -> String {
     assert!(out.status.success());
     String::from_utf8(out.stdout).unwrap()
 }
+pub mod llama;

@@ -1,0 +1,112 @@
+//! `read_file`: a text file's lines, numbered, at most a page at a time.
+//!
+//! The header gives the total line count, so the model knows how much there is; a cut says where it stopped
+//! and which `start_line` reads on. Line numbers are what `edit` errors and `search` results refer to.
+
+use serde_json::Value;
+
+use super::text::{cut_line, is_crlf, lines, numbered, plural, read_text};
+use super::{Args, Tool, ToolOutput, Workspace};
+
+/// At most this many lines per call.
+pub const MAX_LINES: usize = 2000;
+/// At most this many bytes of file text per call.
+pub const MAX_BYTES: usize = 100 * 1024;
+/// Longer lines are cut to this many characters.
+pub const MAX_LINE_CHARS: usize = 2000;
+
+pub struct ReadFile;
+
+impl Tool for ReadFile {
+    fn name(&self) -> &'static str {
+        "read_file"
+    }
+
+    fn mutates(&self) -> bool {
+        false
+    }
+
+    fn call(&self, ws: &Workspace, args: &Value) -> ToolOutput {
+        read(ws, Args::of(args)).into()
+    }
+}
+
+fn read(ws: &Workspace, args: Args) -> Result<String, String> {
+    let path = ws.resolve(args.string("path")?)?;
+    let text = read_text(&path)?;
+    let rel = &path.rel;
+    let all = lines(&text);
+    let total = all.len();
+    let crlf = if is_crlf(&text) {
+        ", CRLF line endings"
+    } else {
+        ""
+    };
+    if total == 0 {
+        return Ok(format!("{rel} (empty file)"));
+    }
+    let start = args.opt_integer("start_line").unwrap_or(1);
+    let end = args.opt_integer("end_line");
+    if start < 1 {
+        return Err(format!(
+            "start_line must be 1 or more; `{rel}` has lines 1 to {total}."
+        ));
+    }
+    let start = start as usize;
+    if start > total {
+        return Err(format!(
+            "start_line {start} is past the end: `{rel}` has {total} lines. Read from a start_line between \
+             1 and {total}."
+        ));
+    }
+    let end = match end {
+        None => total,
+        Some(end) if end < start as i64 => {
+            return Err(format!(
+                "end_line {end} is before start_line {start}; give an end_line of {start} or more, or leave it \
+                 out to read to the end."
+            ))
+        }
+        Some(end) => (end as usize).min(total),
+    };
+
+    let mut shown = Vec::new();
+    let mut bytes = 0;
+    let mut long_lines = 0;
+    for (i, line) in all.iter().enumerate().take(end).skip(start - 1) {
+        if shown.len() == MAX_LINES || (bytes + line.len() > MAX_BYTES && !shown.is_empty()) {
+            break;
+        }
+        bytes += line.len() + 1;
+        if line.chars().count() > MAX_LINE_CHARS {
+            long_lines += 1;
+        }
+        shown.push(numbered(i + 1, &cut_line(line, MAX_LINE_CHARS)));
+    }
+    let last = start + shown.len() - 1;
+    let mut out = if start == 1 && last == total {
+        format!("{rel} ({}{crlf})", plural(total, "line", "lines"))
+    } else {
+        format!("{rel} (lines {start}-{last} of {total}{crlf})")
+    };
+    out.push('\n');
+    out.push_str(&shown.join("\n"));
+    if last < end {
+        let limit = if shown.len() == MAX_LINES {
+            format!("{MAX_LINES} lines")
+        } else {
+            format!("{} KB", MAX_BYTES / 1024)
+        };
+        out.push_str(&format!(
+            "\n[cut at {limit} per call: lines {}-{end} not shown; read on with start_line={}]",
+            last + 1,
+            last + 1
+        ));
+    }
+    if long_lines > 0 {
+        out.push_str(&format!(
+            "\n[{long_lines} line(s) longer than {MAX_LINE_CHARS} characters were cut]"
+        ));
+    }
+    Ok(out)
+}

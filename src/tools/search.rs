@@ -1,0 +1,159 @@
+//! `search`: the lines of the repository's text files that match a regular expression, as `path:line: text`.
+//!
+//! Models often pass code as the pattern (`foo(bar`), which is not a valid regular expression; then the
+//! pattern is searched as literal text and the output says so, instead of failing the call. Matching is line
+//! by line. Binary files, files over [`MAX_FILE_BYTES`] and ignored files are skipped.
+
+use std::fs;
+
+use regex::{Regex, RegexBuilder};
+use serde_json::Value;
+
+use super::text::{looks_binary, plural, small_file, MAX_FILE_BYTES};
+use super::walk::{files, Filter};
+use super::{Args, Tool, ToolOutput, Workspace};
+
+/// At most this many matching lines per call.
+pub const MAX_MATCHES: usize = 200;
+/// Longer matching lines are cut to this many characters, around the match.
+pub const MAX_LINE_CHARS: usize = 300;
+
+pub struct Search;
+
+impl Tool for Search {
+    fn name(&self) -> &'static str {
+        "search"
+    }
+
+    fn mutates(&self) -> bool {
+        false
+    }
+
+    fn call(&self, ws: &Workspace, args: &Value) -> ToolOutput {
+        search(ws, Args::of(args)).into()
+    }
+}
+
+fn search(ws: &Workspace, args: Args) -> Result<String, String> {
+    let pattern = args.string("pattern")?;
+    if pattern.is_empty() {
+        return Err(
+            "The pattern is empty; give the text or regular expression to search for.".to_string(),
+        );
+    }
+    let start = ws.resolve(args.opt_string("path").unwrap_or("."))?;
+    if !start.abs.exists() {
+        return Err(format!(
+            "`{}` does not exist; use search without a path to search the whole repository.",
+            start.rel
+        ));
+    }
+    let glob = args.opt_string("glob").filter(|g| !g.trim().is_empty());
+    let filter = glob.map(Filter::new).transpose()?;
+    let (regex, note) = match build(pattern) {
+        Ok(regex) => (regex, String::new()),
+        Err(err) => {
+            let literal = build(&regex::escape(pattern)).map_err(|_| {
+                format!("The pattern is too large to search for ({err}); use a shorter pattern.")
+            })?;
+            let first = err
+                .lines()
+                .find(|l| l.trim_start().starts_with("error:"))
+                .unwrap_or("");
+            (
+                literal,
+                format!(
+                    "`{pattern}` is not a valid regular expression ({}), so it was searched as literal \
+                     text.\n",
+                    first.trim().trim_start_matches("error:").trim()
+                ),
+            )
+        }
+    };
+
+    let mut shown: Vec<String> = Vec::new();
+    let mut total = 0;
+    let mut in_files = 0;
+    for file in files(ws, &start, filter.as_ref()) {
+        if !small_file(&file.abs, MAX_FILE_BYTES) {
+            continue;
+        }
+        let Ok(bytes) = fs::read(&file.abs) else {
+            continue;
+        };
+        if looks_binary(&bytes) {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let mut hit = false;
+        for (i, line) in text.lines().enumerate() {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            let Some(found) = regex.find(line) else {
+                continue;
+            };
+            hit = true;
+            total += 1;
+            if shown.len() < MAX_MATCHES {
+                shown.push(format!(
+                    "{}:{}: {}",
+                    file.rel,
+                    i + 1,
+                    around(line, found.start())
+                ));
+            }
+        }
+        in_files += usize::from(hit);
+    }
+
+    let place = if start.rel == "." {
+        String::new()
+    } else {
+        format!(" in `{}`", start.rel)
+    };
+    let matching = glob
+        .map(|g| format!(" (files matching `{}`)", g.trim()))
+        .unwrap_or_default();
+    if total == 0 {
+        return Ok(format!(
+            "{note}No matches for `{pattern}`{place}{matching}."
+        ));
+    }
+    let mut out = format!(
+        "{note}{} in {}{place}{matching}:\n{}",
+        plural(total, "match", "matches"),
+        plural(in_files, "file", "files"),
+        shown.join("\n")
+    );
+    if total > shown.len() {
+        out.push_str(&format!(
+            "\n[{} more matches not shown; narrow the search with path, glob or a more specific pattern]",
+            total - shown.len()
+        ));
+    }
+    Ok(out)
+}
+
+fn build(pattern: &str) -> Result<Regex, String> {
+    RegexBuilder::new(pattern)
+        .size_limit(1 << 22)
+        .dfa_size_limit(1 << 22)
+        .build()
+        .map_err(|err| err.to_string())
+}
+
+/// `line` cut to [`MAX_LINE_CHARS`] characters around byte offset `at` (where the match starts).
+fn around(line: &str, at: usize) -> String {
+    if line.chars().count() <= MAX_LINE_CHARS {
+        return line.to_string();
+    }
+    let before = line[..at].chars().count();
+    let skip = before.saturating_sub(MAX_LINE_CHARS / 3);
+    let body: String = line.chars().skip(skip).take(MAX_LINE_CHARS).collect();
+    let head = if skip > 0 { "…" } else { "" };
+    let tail = if skip + MAX_LINE_CHARS < line.chars().count() {
+        "…"
+    } else {
+        ""
+    };
+    format!("{head}{body}{tail}")
+}

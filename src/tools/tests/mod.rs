@@ -1,0 +1,97 @@
+//! Tests of the agent's tools, each in a fresh repository in a temporary directory, called through
+//! [`Tools::dispatch`] as the agent loop calls them. Every test compares whole outputs.
+
+mod confinement;
+mod dispatch;
+mod edit;
+mod list_files;
+mod read_file;
+mod search;
+mod write_file;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use super::{ToolOutput, Tools, Workspace};
+
+/// A repository (`repo/`, with a `.git` directory) and a sibling directory `outside/` in one temporary
+/// directory, and the standard tools of the repository.
+struct Fixture {
+    dir: TempDir,
+    tools: Tools,
+}
+
+fn fixture(files: &[(&str, &str)]) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(repo.join(".git")).unwrap();
+    fs::write(repo.join(".git/config"), "[core]\n").unwrap();
+    fs::create_dir_all(dir.path().join("outside")).unwrap();
+    fs::write(dir.path().join("outside/secret.txt"), "secret\n").unwrap();
+    for (path, content) in files {
+        let path = repo.join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, content).unwrap();
+    }
+    let tools = Tools::standard(Workspace::new(&repo).unwrap());
+    Fixture { dir, tools }
+}
+
+impl Fixture {
+    fn repo(&self) -> PathBuf {
+        self.dir.path().join("repo")
+    }
+
+    fn outside(&self) -> PathBuf {
+        self.dir.path().join("outside")
+    }
+
+    fn call(&self, name: &str, args: Value) -> ToolOutput {
+        self.tools.dispatch(name, &args)
+    }
+
+    /// The text of a call that must succeed.
+    fn ok(&self, name: &str, args: Value) -> String {
+        let out = self.call(name, args);
+        assert!(out.ok, "{name} failed: {}", out.text);
+        out.text
+    }
+
+    /// The text of a call that must fail.
+    fn err(&self, name: &str, args: Value) -> String {
+        let out = self.call(name, args);
+        assert!(!out.ok, "{name} succeeded: {}", out.text);
+        out.text
+    }
+
+    fn read(&self, path: &str) -> String {
+        fs::read_to_string(self.repo().join(path)).unwrap()
+    }
+}
+
+/// Every file under `dir` with its content, sorted: what a test compares to prove nothing changed.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in fs::read_dir(&d).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                stack.push(path);
+            } else {
+                let content = fs::read(&path).unwrap_or_default();
+                out.push((
+                    path.strip_prefix(dir).unwrap().display().to_string(),
+                    content,
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}

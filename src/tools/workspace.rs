@@ -1,0 +1,170 @@
+//! The workspace: the root of the agent's git worktree, and the one place a tool's path is turned into a
+//! file system path.
+//!
+//! A path the model gives is relative to the root. It is refused when it is absolute, when `..` climbs out of
+//! the root, when it names anything under `.git` (the repository's history and configuration are the gate's,
+//! not the model's), or when a symbolic link on the way resolves outside the root. For a path that does not
+//! exist yet (a new file), the nearest existing ancestor is resolved and checked, and the rest of the path is
+//! plain names, so creating it cannot leave the root either. A dangling symbolic link is refused: writing
+//! through it would create its target, wherever that is.
+//!
+//! Resolution is a check at the time of the call; the model is the only writer in its worktree, so nothing
+//! races it between the check and the use.
+
+use std::fs;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::Context as _;
+
+/// The root directory of a worktree; every tool path is confined to it.
+#[derive(Clone, Debug)]
+pub struct Workspace {
+    root: PathBuf,
+}
+
+/// A path the workspace accepted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resolved {
+    /// Where it is on disk: the canonical path of its nearest existing ancestor, then the names that follow.
+    pub abs: PathBuf,
+    /// The path relative to the root, with `/` separators, as shown to the model (`.` for the root).
+    pub rel: String,
+}
+
+impl Workspace {
+    /// The workspace rooted at `root`, which must be an existing directory.
+    pub fn new(root: impl AsRef<Path>) -> anyhow::Result<Self> {
+        let root = root.as_ref();
+        let canonical =
+            fs::canonicalize(root).with_context(|| format!("open workspace {}", root.display()))?;
+        anyhow::ensure!(
+            canonical.is_dir(),
+            "workspace {} is not a directory",
+            root.display()
+        );
+        Ok(Workspace { root: canonical })
+    }
+
+    /// The canonical root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Resolves `path` (relative to the root; empty or `.` is the root) for reading or writing, or says why it
+    /// is refused.
+    pub fn resolve(&self, path: &str) -> Result<Resolved, String> {
+        let names = lexical(path)?;
+        let rel = if names.is_empty() {
+            ".".to_string()
+        } else {
+            names.join("/")
+        };
+        let joined: PathBuf = names.iter().fold(self.root.clone(), |p, name| p.join(name));
+
+        // The nearest existing entry on the way: the path itself, or an ancestor. `symlink_metadata` sees a
+        // link itself, so a dangling link counts as existing (and is then refused by `canonicalize`).
+        let mut existing = joined.as_path();
+        let mut tail: Vec<&str> = Vec::new();
+        let mut rest = names.iter().rev();
+        while existing != self.root && fs::symlink_metadata(existing).is_err() {
+            if let Some(name) = rest.next() {
+                tail.push(name);
+            }
+            existing = match existing.parent() {
+                Some(parent) => parent,
+                None => break,
+            };
+        }
+        let canonical = fs::canonicalize(existing).map_err(|err| {
+            let link = fs::symlink_metadata(existing).is_ok_and(|m| m.file_type().is_symlink());
+            if link && err.kind() == io::ErrorKind::NotFound {
+                format!("`{rel}` goes through a symbolic link that points to nothing; use another path.")
+            } else {
+                format!("`{rel}` cannot be resolved: {err}.")
+            }
+        })?;
+        let Ok(inside) = canonical.strip_prefix(&self.root) else {
+            return Err(format!(
+                "`{rel}` goes through a symbolic link that leads outside the workspace; only files inside \
+                 the repository can be read or written."
+            ));
+        };
+        if inside
+            .components()
+            .any(|c| is_git(c.as_os_str().to_str().unwrap_or_default()))
+        {
+            return Err(git_refusal(&rel));
+        }
+        let abs = tail.iter().rev().fold(canonical, |p, name| p.join(name));
+        Ok(Resolved { abs, rel })
+    }
+
+    /// `abs` (a path under the canonical root) as the model sees it: relative, with `/` separators.
+    pub fn display(&self, abs: &Path) -> String {
+        match abs.strip_prefix(&self.root) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+            Ok(rel) => rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/"),
+            Err(_) => abs.display().to_string(),
+        }
+    }
+}
+
+/// The names of `path` after removing `.` and resolving `..` without leaving the root.
+fn lexical(path: &str) -> Result<Vec<String>, String> {
+    let trimmed = path.trim();
+    if trimmed.contains('\0') {
+        return Err("The path contains a NUL character.".to_string());
+    }
+    let p = Path::new(trimmed);
+    if p.is_absolute()
+        || trimmed.starts_with('/')
+        || trimmed.starts_with('\\')
+        || trimmed == "~"
+        || trimmed.starts_with("~/")
+    {
+        return Err(format!(
+            "`{trimmed}` is an absolute path; give a path relative to the repository root, such as \
+             `src/main.rs`."
+        ));
+    }
+    let mut names: Vec<String> = Vec::new();
+    for component in p.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if names.pop().is_none() {
+                    return Err(format!(
+                        "`{trimmed}` leads outside the repository; only files inside it can be read or \
+                         written."
+                    ));
+                }
+            }
+            Component::Normal(name) => {
+                let name = name.to_string_lossy().into_owned();
+                if is_git(&name) {
+                    return Err(git_refusal(trimmed));
+                }
+                names.push(name);
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(format!(
+                    "`{trimmed}` is an absolute path; give a path relative to the repository root."
+                ))
+            }
+        }
+    }
+    Ok(names)
+}
+
+fn is_git(name: &str) -> bool {
+    name.eq_ignore_ascii_case(".git")
+}
+
+fn git_refusal(rel: &str) -> String {
+    format!("`{rel}` is inside `.git`, which is off limits; the agent works on the files of the worktree only.")
+}
