@@ -53,3 +53,68 @@ fn the_presets_are_listed() {
         assert!(text.lines().any(|l| l.starts_with(name)), "{text}");
     }
 }
+
+fn parse_stdin(args: &[&str], input: &str) -> (i32, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vouch"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn toolcalls_parse_recovers_a_leaked_laguna_call_from_stdin() {
+    let (code, stdout, stderr) = parse_stdin(
+        &["toolcalls", "parse"],
+        "Let me look.\n<tool_call>read_file<arg_key>path</arg_key><arg_value>internal/controller/scheduling.go</arg_value></tool_call>",
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({
+            "format": "glm",
+            "calls": [{"name": "read_file", "arguments": {"path": "internal/controller/scheduling.go"}}],
+            "content": "Let me look."
+        })
+    );
+}
+
+#[test]
+fn toolcalls_parse_takes_offered_tools_and_refuses_unknown_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools.json");
+    std::fs::write(
+        &tools,
+        r#"[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}]"#,
+    )
+    .unwrap();
+    let (code, stdout, stderr) = parse_stdin(
+        &["toolcalls", "parse", "--tools", tools.to_str().unwrap()],
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Zürich\", \"days\": \"3\"}}\n</tool_call>",
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        v["calls"],
+        serde_json::json!([{"name": "get_weather", "arguments": {"city": "Zürich", "days": 3}}])
+    );
+    let (code, _, stderr) = parse_stdin(&["toolcalls", "parse", "--format", "nope"], "hi");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("nope"), "{stderr}");
+}
