@@ -80,9 +80,10 @@ fn built() -> &'static Built {
     })
 }
 
-/// The chat template with tool support for SmolLM2, from `shared/` beside the crate.
+/// The chat template with tool support for SmolLM2 (a copy of `shared/templates/chatml-smol-tools.jinja`,
+/// kept in the repository so the tests need nothing beside the checkout).
 fn template() -> PathBuf {
-    let t = crate_dir().join("../shared/templates/chatml-smol-tools.jinja");
+    let t = crate_dir().join("tests/llama/chatml-smol-tools.jinja");
     assert!(t.is_file(), "missing {}", t.display());
     t
 }
