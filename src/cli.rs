@@ -26,7 +26,22 @@ pub enum Command {
     /// Show the gate profile that would judge a repository, or a named preset.
     #[command(after_help = PROFILE_EXAMPLES)]
     Profile(ProfileArgs),
+    /// Hand a task to a local model in its own worktree, then gate its change: verified, rejected, no-go or incomplete.
+    #[command(after_help = RUN_EXAMPLES)]
+    Run(Box<RunArgs>),
 }
+
+const RUN_EXAMPLES: &str = "\
+Examples:
+  vouch run --task tasks/example.md                        the task's repo, base and profile from its front matter
+  vouch run --prompt 'add() ignores negative numbers' --repo ../calc --base main
+  vouch run --task tasks/bug.md --endpoint http://127.0.0.1:8080 --max-turns 30 --json run.json
+  vouch run --task tasks/bug.md --fresh                    remove the task's worktree and branch first
+  VOUCH_ENDPOINT=http://gpu:8000 VOUCH_MODEL=qwen3-coder vouch run --task tasks/bug.md --tool-mode constrained
+
+The work happens in workspaces/<task-id>/, a git worktree on branch vouch/<task-id>; your checkout is not touched.
+Records: workspaces/<task-id>/.vouch/{transcript.jsonl,report.json,report.md}.
+Exit codes: 0 verified, 1 rejected, no-go or incomplete, 2 usage error, 3 infrastructure or model error, 130 interrupted.";
 
 const GATE_EXAMPLES: &str = "\
 Examples:
@@ -167,4 +182,111 @@ pub struct ProfileArgs {
     /// List the shipped presets.
     #[arg(long)]
     pub list: bool,
+}
+
+/// How tool calls are requested from the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ToolModeArg {
+    /// Send `tools`; recover calls leaked into the reply text.
+    Native,
+    /// Describe the tools in the prompt; a JSON-schema response format makes each reply a call.
+    Constrained,
+    /// Native, switching to constrained when the server or the model cannot do native calls.
+    Auto,
+}
+
+impl From<ToolModeArg> for crate::model::ToolMode {
+    fn from(m: ToolModeArg) -> Self {
+        match m {
+            ToolModeArg::Native => crate::model::ToolMode::Native,
+            ToolModeArg::Constrained => crate::model::ToolMode::Constrained,
+            ToolModeArg::Auto => crate::model::ToolMode::Auto,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["task", "prompt"])))]
+pub struct RunArgs {
+    /// A task file: Markdown with front matter (title, repo, base, profile, scope, max_turns) and the issue as body.
+    #[arg(long, value_name = "FILE")]
+    pub task: Option<PathBuf>,
+
+    /// The task as text instead of a file (its first line is the title; the task id is a slug of it).
+    #[arg(long, value_name = "TEXT")]
+    pub prompt: Option<String>,
+
+    /// The repository to work on (any directory inside it); only a branch and a worktree are added [default: the task's repo, else .].
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+
+    /// The revision the agent's branch starts from [default: the task's base, else HEAD].
+    #[arg(long, value_name = "REV")]
+    pub base: Option<String>,
+
+    /// The model server's OpenAI-compatible base URL.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "VOUCH_ENDPOINT",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    pub endpoint: String,
+
+    /// The model name sent with each request (llama-server ignores it; vLLM and Ollama need it).
+    #[arg(
+        long,
+        value_name = "NAME",
+        env = "VOUCH_MODEL",
+        default_value = "local"
+    )]
+    pub model: String,
+
+    /// The name of the environment variable holding the server's API key (the key itself is never a flag).
+    #[arg(long, value_name = "NAME", env = "VOUCH_API_KEY_ENV")]
+    pub api_key_env: Option<String>,
+
+    /// How tool calls are requested: native tool calls, constrained JSON replies, or auto.
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = ToolModeArg::Auto)]
+    pub tool_mode: ToolModeArg,
+
+    /// Stop after this many model turns [default: the task's max_turns, else 50].
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+
+    /// Turns without a successful edit before only edit, write_file and submit are offered (3 more turns, then the run stops as stalled).
+    #[arg(long, value_name = "N", default_value_t = 15)]
+    pub stall_turns: u32,
+
+    /// Stop the run after this much wall time (e.g. 30m, 2h).
+    #[arg(long, value_name = "DURATION")]
+    pub wall_time: Option<String>,
+
+    /// Stop the run once prompt plus completion tokens reach this many.
+    #[arg(long, value_name = "N")]
+    pub token_budget: Option<u64>,
+
+    /// How many times a change the gate rejects goes back to the model for repair.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub repair_cycles: u32,
+
+    /// A preset name (rust, go, python, node) or a profile TOML file for run_tests and the gate [default: the task's, else detected].
+    #[arg(long, value_name = "NAME|FILE")]
+    pub profile: Option<String>,
+
+    /// Author of the agent's commit, as `Name <email>` [default: the repository's git config, else vouch <vouch@localhost>].
+    #[arg(long, value_name = "NAME <EMAIL>")]
+    pub author: Option<String>,
+
+    /// Also write the run's JSON report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Remove the task's existing worktree and branch vouch/<task-id> first (resuming is not supported).
+    #[arg(long)]
+    pub fresh: bool,
+
+    /// No per-turn lines and no summary on stderr (the records are still written).
+    #[arg(long, short)]
+    pub quiet: bool,
 }

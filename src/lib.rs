@@ -5,8 +5,10 @@
 //! verdicts (profiles, steps, baseline, per-test results, reports); [`room`] builds the clean rooms the gate
 //! works in without touching the user's checkout; [`process`] is the only place that starts processes;
 //! [`error`] maps failures to documented exit codes; [`toolcall`] recovers tool calls a local server left in
-//! the text of a reply.
+//! the text of a reply; [`agent`] runs a local model on a task in a [`workspace`] (a git worktree on its
+//! own branch) and lets the gate, not the model, decide the outcome.
 
+pub mod agent;
 pub mod cli;
 pub mod commands;
 pub mod error;
@@ -19,3 +21,4 @@ pub mod room;
 pub mod toolcall;
 pub mod tools;
 pub mod ui;
+pub mod workspace;

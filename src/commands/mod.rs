@@ -2,6 +2,7 @@
 
 pub mod gate;
 pub mod profile;
+pub mod run;
 pub mod toolcalls;
 
 use anyhow::Result;
@@ -14,5 +15,6 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Gate(args) => gate::run(*args),
         Command::Profile(args) => profile::run(args),
         Command::Toolcalls(args) => toolcalls::run(args),
+        Command::Run(args) => run::run(*args),
     }
 }

@@ -1,3 +1,4 @@
+mod agent;
 mod bite;
 mod cli;
 mod gate_go;

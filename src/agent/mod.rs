@@ -1,0 +1,781 @@
+//! The agent loop: a local model works on one task in its own worktree, and the gate, not the model,
+//! decides whether the result is any good.
+//!
+//! The conversation only grows: each turn appends the model's reply and then one tool result per call, in
+//! call order, so the server's prompt cache stays valid and the transcript is the exact history. A failing
+//! tool is an answer, not an error: it goes back to the model as the call's result. Only the model client
+//! failing, a budget, a rail or Ctrl-C end the loop early.
+//!
+//! Rails ([`Rails`]) keep a weak model from looping forever: replies without a tool call get a reminder and
+//! after three a last warning; the same call three times in a row gets a warning; a long run without a
+//! successful edit gets a forcing phase that offers only `edit`, `write_file` and `submit`. Each warning is
+//! a user message; ignoring it stops the run.
+//!
+//! `submit GO` commits the worktree on the branch (`Agent-Verdict: GO` trailer) and runs the gate on
+//! `base..branch`. A failing gate goes back to the model once per repair cycle as one user message (failing
+//! steps, reasons, log tails); then it is gated again. `task.rs` reads tasks, `prompt.rs` holds the fixed
+//! texts, `testrun.rs` runs `run_tests`, `transcript.rs` and `report.rs` write the records.
+
+pub mod prompt;
+pub mod report;
+pub mod task;
+pub mod testrun;
+pub mod transcript;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::Claim;
+use crate::error::VouchError;
+use crate::gate::profile::Profile;
+use crate::gate::report::Verdict;
+use crate::model::{ChatMessage, ChatRequest, ChatTurn, Client, ModelConfig};
+use crate::tools::{Tools, Workspace};
+use crate::ui::Ui;
+use crate::workspace::{signature, Worktree};
+
+pub use report::{RunReport, Status, StopReason, Tokens};
+pub use task::Task;
+
+use testrun::{cap, TestRunner};
+use transcript::Transcript;
+
+/// Characters of a gate failure sent back to the model.
+const REPAIR_CAP: usize = 8000;
+/// Characters of output per failing step in the repair message.
+const REPAIR_STEP_CAP: usize = 3000;
+
+/// Limits that stop a run.
+#[derive(Clone, Debug)]
+pub struct Rails {
+    pub max_turns: u32,
+    /// Turns without a successful `edit` or `write_file` before the forcing phase.
+    pub stall_turns: u32,
+    /// Turns of the forcing phase before the run stops as stalled.
+    pub forcing_turns: u32,
+    /// The same call this many times in a row earns a warning; once more stops the run.
+    pub repeat_limit: u32,
+    /// Replies without a tool call in a row that earn a warning; once more stops the run.
+    pub malformed_limit: u32,
+    pub wall_time: Option<Duration>,
+    /// Prompt plus completion tokens over the run.
+    pub tokens: Option<u64>,
+    /// Gate failures sent back to the model before the change counts as rejected.
+    pub repair_cycles: u32,
+}
+
+impl Default for Rails {
+    fn default() -> Rails {
+        Rails {
+            max_turns: 50,
+            stall_turns: 15,
+            forcing_turns: 3,
+            repeat_limit: 3,
+            malformed_limit: 3,
+            wall_time: None,
+            tokens: None,
+            repair_cycles: 2,
+        }
+    }
+}
+
+/// Everything one run needs.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub task: Task,
+    /// The user's repository (any directory inside it).
+    pub repo: PathBuf,
+    /// The revision the branch starts from.
+    pub base: String,
+    /// `--profile` or the task's: a preset name or a file [default: detected].
+    pub profile: Option<String>,
+    /// Where worktrees go (`workspaces/`).
+    pub workspaces: PathBuf,
+    pub fresh: bool,
+    pub model: ModelConfig,
+    pub rails: Rails,
+    /// `Name <email>` for the commit [default: the repository's git config, else vouch's].
+    pub author: Option<String>,
+    /// The gate's cache root.
+    pub cache: PathBuf,
+}
+
+/// Runs the task to a status. `Err` means the run could not start (bad repository, existing workspace,
+/// bad model configuration); everything after that ends in a report.
+pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<RunReport> {
+    let client = Client::new(cfg.model.clone())
+        .map_err(|e| VouchError::usage(format!("model configuration: {e}")))?;
+    let profile = match &cfg.profile {
+        Some(p) => Some(Profile::from_arg(p)?),
+        None => None,
+    };
+    let wt = Worktree::create(
+        &cfg.repo,
+        &cfg.base,
+        &cfg.workspaces,
+        &cfg.task.id,
+        cfg.fresh,
+    )?;
+    // As the gate chooses: the flag, else the repository's own profile as committed at base (the worktree
+    // is still at base here), else detection.
+    let committed = wt.dir.join(".vouch").join("gate.toml");
+    let profile = match profile {
+        Some(p) => Some(p),
+        None if committed.is_file() => Some(Profile::from_arg(&committed.to_string_lossy())?),
+        None => Profile::detect(&root_files(&wt.dir)?),
+    };
+    let records = wt.records();
+    let transcript = Transcript::create(&records.join("transcript.jsonl"))?;
+    let tests = profile.as_ref().map(|p| {
+        TestRunner::new(
+            p,
+            &wt.dir,
+            records.join("logs"),
+            cfg.cache.join("agent").join(&cfg.task.id),
+        )
+    });
+    let tools = Tools::standard(Workspace::new(&wt.dir)?);
+    ui.line(&format!(
+        "vouch run {}: worktree {} on branch {} from {}",
+        cfg.task.id,
+        wt.dir.display(),
+        wt.branch,
+        short(&wt.base.to_string())
+    ));
+    if let Some(rel) = unignored_inside(&wt) {
+        ui.line(&format!(
+            "  note: the workspace is inside your checkout and not ignored: `git status` there lists {}; \
+             add `workspaces/` to .gitignore, or run vouch from another directory",
+            rel
+        ));
+    }
+    let mut agent = Agent {
+        cfg,
+        ui,
+        cancel,
+        client,
+        tools,
+        tests,
+        wt,
+        transcript,
+        messages: vec![
+            ChatMessage::system(prompt::SYSTEM),
+            ChatMessage::user(cfg.task.message()),
+        ],
+        started: Instant::now(),
+        turns: 0,
+        tokens: Tokens::default(),
+        malformed: 0,
+        last_call: None,
+        repeats: 0,
+        since_change: 0,
+        forcing: None,
+        repairs: 0,
+        claimed: None,
+        summary: None,
+        gate: None,
+        commit: None,
+        error: None,
+    };
+    let (status, stop) = agent.run_loop().await;
+    agent.transcript.event(
+        "stop",
+        json!({"status": status.name(), "stop_reason": stop.name(), "turns": agent.turns}),
+    );
+    let report = RunReport {
+        task: cfg.task.id.clone(),
+        title: cfg.task.title.clone(),
+        status,
+        stop_reason: stop,
+        claimed: agent.claimed,
+        summary: agent.summary.clone(),
+        gate: agent.gate.clone(),
+        branch: agent.wt.branch.clone(),
+        base: agent.wt.base.to_string(),
+        commit: agent.commit.clone(),
+        workspace: agent.wt.dir.display().to_string(),
+        turns: agent.turns,
+        max_turns: cfg.rails.max_turns,
+        tokens: agent.tokens,
+        repairs: agent.repairs,
+        error: agent.error.clone(),
+        duration_ms: agent.started.elapsed().as_millis() as u64,
+    };
+    write(
+        &records.join("report.json"),
+        &serde_json::to_string_pretty(&report)?,
+    )?;
+    write(&records.join("report.md"), &report.markdown())?;
+    Ok(report)
+}
+
+/// What the calls of a turn lead to.
+enum Flow {
+    Continue {
+        changed: bool,
+    },
+    /// The gate failed a GO and the repair message was sent.
+    Repair,
+    Stop(Status, StopReason),
+}
+
+/// What a submit GO led to.
+enum Gated {
+    Pass,
+    /// The gate failed: the message for the model.
+    Fail(String),
+    /// The gate could not judge (error verdict or infrastructure).
+    Error(String),
+}
+
+struct Agent<'a> {
+    cfg: &'a Config,
+    ui: &'a Ui,
+    cancel: &'a CancellationToken,
+    client: Client,
+    tools: Tools,
+    tests: Option<TestRunner>,
+    wt: Worktree,
+    transcript: Transcript,
+    messages: Vec<ChatMessage>,
+    started: Instant,
+    turns: u32,
+    tokens: Tokens,
+    malformed: u32,
+    last_call: Option<String>,
+    repeats: u32,
+    since_change: u32,
+    /// Turns left in the forcing phase.
+    forcing: Option<u32>,
+    repairs: u32,
+    claimed: Option<Claim>,
+    summary: Option<String>,
+    gate: Option<Value>,
+    commit: Option<String>,
+    error: Option<String>,
+}
+
+impl Agent<'_> {
+    async fn run_loop(&mut self) -> (Status, StopReason) {
+        let rails = self.cfg.rails.clone();
+        loop {
+            if let Some(stop) = self.budget_exceeded(&rails) {
+                return (self.unfinished(), stop);
+            }
+            self.turns += 1;
+            let turn = match self.turn(&rails).await {
+                Ok(turn) => turn,
+                Err(stop) => return (self.unfinished_or_error(stop), stop),
+            };
+            self.messages.push(ChatMessage::assistant(
+                turn.content.clone(),
+                turn.calls.clone(),
+            ));
+            let mut changed = false;
+            if turn.calls.is_empty() {
+                self.malformed += 1;
+                if self.malformed > rails.malformed_limit {
+                    return (self.unfinished(), StopReason::NoToolCalls);
+                }
+                let mut text = if self.malformed == rails.malformed_limit {
+                    prompt::NO_CALL_LAST.to_string()
+                } else {
+                    prompt::NO_CALL.to_string()
+                };
+                if !turn.warnings.is_empty() {
+                    text.push_str(&format!(
+                        " (What vouch found: {}.)",
+                        turn.warnings.join("; ")
+                    ));
+                }
+                self.nudge("no-tool-call", &text);
+            } else {
+                self.malformed = 0;
+                match self.calls(&turn, &rails).await {
+                    Flow::Continue { changed: c } => changed = c,
+                    Flow::Repair => continue,
+                    Flow::Stop(status, stop) => return (status, stop),
+                }
+            }
+            if changed {
+                self.since_change = 0;
+                self.forcing = None;
+            } else {
+                self.since_change += 1;
+                match self.forcing {
+                    Some(left) if left <= 1 => return (self.unfinished(), StopReason::Stalled),
+                    Some(left) => self.forcing = Some(left - 1),
+                    None if self.since_change >= rails.stall_turns => {
+                        self.forcing = Some(rails.forcing_turns);
+                        self.nudge(
+                            "forcing",
+                            &prompt::forcing(self.since_change, rails.forcing_turns),
+                        );
+                    }
+                    None => {}
+                }
+            }
+        }
+    }
+
+    /// Runs the calls of one turn in order, one tool result each, then the rails and `submit`.
+    async fn calls(&mut self, turn: &ChatTurn, rails: &Rails) -> Flow {
+        let mut changed = false;
+        let mut submitted: Option<(Claim, String)> = None;
+        let mut repeated_stop = false;
+        let mut warn_repeat = false;
+        for call in &turn.calls {
+            let (ok, text) = if repeated_stop {
+                (false, "Not run: the run stopped.".to_string())
+            } else if submitted.is_some() {
+                (false, "Not run: submit ended the task.".to_string())
+            } else {
+                let sig = format!("{}{}", call.name, call.arguments);
+                if self.last_call.as_deref() == Some(sig.as_str()) {
+                    self.repeats += 1;
+                } else {
+                    self.last_call = Some(sig);
+                    self.repeats = 1;
+                }
+                if self.repeats > rails.repeat_limit {
+                    repeated_stop = true;
+                    (
+                        false,
+                        "Not run: the same call again after the warning; the run stops."
+                            .to_string(),
+                    )
+                } else {
+                    if self.repeats == rails.repeat_limit {
+                        warn_repeat = true;
+                    }
+                    let out = self.call(&call.name, &call.arguments, &mut submitted).await;
+                    if out.0 && self.mutates(&call.name) {
+                        changed = true;
+                    }
+                    out
+                }
+            };
+            self.transcript.event(
+                "tool",
+                json!({"turn": self.turns, "id": call.id, "name": call.name,
+                       "arguments": call.arguments, "ok": ok, "result": text}),
+            );
+            self.messages
+                .push(ChatMessage::tool(call.id.clone(), call.name.clone(), text));
+        }
+        if repeated_stop {
+            return Flow::Stop(self.unfinished(), StopReason::RepeatedCall);
+        }
+        if warn_repeat {
+            self.nudge("repeated-call", prompt::REPEATED);
+        }
+        if let Some((claim, summary)) = submitted {
+            self.claimed = Some(claim);
+            self.summary = Some(summary.clone());
+            if claim == Claim::NoGo {
+                return Flow::Stop(Status::NoGo, StopReason::Submitted);
+            }
+            match self.verify(&summary).await {
+                Gated::Pass => return Flow::Stop(Status::Verified, StopReason::Submitted),
+                Gated::Error(_) if self.cancel.is_cancelled() => {
+                    return Flow::Stop(self.unfinished(), StopReason::Cancelled);
+                }
+                Gated::Error(e) => {
+                    self.error = Some(e);
+                    return Flow::Stop(Status::Error, StopReason::Submitted);
+                }
+                Gated::Fail(message) => {
+                    if self.repairs >= rails.repair_cycles {
+                        return Flow::Stop(Status::Rejected, StopReason::Submitted);
+                    }
+                    self.repairs += 1;
+                    self.since_change = 0;
+                    self.forcing = None;
+                    self.nudge("repair", &message);
+                    return Flow::Repair;
+                }
+            }
+        }
+        Flow::Continue { changed }
+    }
+
+    /// A stopped run: rejected when a gate already failed it, else incomplete.
+    fn unfinished(&self) -> Status {
+        match self.gate.as_ref().and_then(|g| g.get("verdict")) {
+            Some(v) if v == "fail" => Status::Rejected,
+            _ => Status::Incomplete,
+        }
+    }
+
+    fn unfinished_or_error(&self, stop: StopReason) -> Status {
+        if stop == StopReason::ModelError {
+            Status::Error
+        } else {
+            self.unfinished()
+        }
+    }
+
+    fn budget_exceeded(&self, rails: &Rails) -> Option<StopReason> {
+        if self.cancel.is_cancelled() {
+            return Some(StopReason::Cancelled);
+        }
+        if self.turns >= rails.max_turns {
+            return Some(StopReason::MaxTurns);
+        }
+        if rails.wall_time.is_some_and(|w| self.started.elapsed() >= w) {
+            return Some(StopReason::WallTime);
+        }
+        if rails
+            .tokens
+            .is_some_and(|t| self.tokens.prompt + self.tokens.completion >= t)
+        {
+            return Some(StopReason::Tokens);
+        }
+        None
+    }
+
+    /// One request to the model; `Err` is the reason to stop.
+    async fn turn(&mut self, rails: &Rails) -> Result<ChatTurn, StopReason> {
+        let all = crate::toolcall::agent_tools();
+        let offered: Vec<Value> = all
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|t| {
+                self.forcing.is_none()
+                    || t.pointer("/function/name")
+                        .and_then(Value::as_str)
+                        .is_some_and(|n| prompt::FORCING_TOOLS.contains(&n))
+            })
+            .cloned()
+            .collect();
+        let req = ChatRequest {
+            messages: self.messages.clone(),
+            tools: offered,
+        };
+        let bytes: usize = req
+            .messages
+            .iter()
+            .map(|m| m.to_openai().to_string().len())
+            .sum();
+        self.transcript.event(
+            "request",
+            json!({"turn": self.turns, "messages": req.messages.len(), "bytes": bytes,
+                   "tools": req.tools.iter().filter_map(|t| t.pointer("/function/name")).collect::<Vec<_>>()}),
+        );
+        let asked = Instant::now();
+        let remaining = rails
+            .wall_time
+            .map(|w| w.saturating_sub(self.started.elapsed()))
+            .unwrap_or(Duration::MAX);
+        let reply = tokio::select! {
+            _ = self.cancel.cancelled() => return Err(StopReason::Cancelled),
+            r = tokio::time::timeout(remaining, self.client.chat(&req)) => r,
+        };
+        let turn = match reply {
+            Err(_) => return Err(StopReason::WallTime),
+            Ok(Err(e)) => {
+                let message = e.to_string();
+                self.transcript
+                    .event("model-error", json!({"turn": self.turns, "error": message}));
+                self.ui
+                    .line(&format!("  turn {}: model error: {message}", self.turns));
+                self.error = Some(message);
+                return Err(StopReason::ModelError);
+            }
+            Ok(Ok(turn)) => turn,
+        };
+        let usage = turn.usage.unwrap_or_default();
+        self.tokens.prompt += usage.prompt;
+        self.tokens.completion += usage.completion;
+        self.tokens.cached += usage.cached.unwrap_or(0);
+        self.transcript.event(
+            "response",
+            json!({"turn": self.turns, "duration_ms": asked.elapsed().as_millis() as u64,
+                   "content": turn.content, "reasoning": turn.reasoning, "calls": turn.calls,
+                   "finish_reason": turn.finish_reason, "usage": turn.usage, "timings": turn.timings,
+                   "mode": turn.mode, "recovered": turn.recovered, "warnings": turn.warnings}),
+        );
+        let names: Vec<&str> = turn.calls.iter().map(|c| c.name.as_str()).collect();
+        let cache = match usage.cached {
+            Some(c) if usage.prompt > 0 => {
+                format!(" (cached {c}, {}%)", c * 100 / usage.prompt)
+            }
+            _ => String::new(),
+        };
+        self.ui.line(&format!(
+            "  turn {}/{}  {:<24} prompt {}{cache}  completion {}{}",
+            self.turns,
+            rails.max_turns,
+            if names.is_empty() {
+                "(no tool call)".to_string()
+            } else {
+                names.join(", ")
+            },
+            usage.prompt,
+            usage.completion,
+            if turn.recovered {
+                format!("  [{} recovered]", turn.mode.name())
+            } else {
+                String::new()
+            }
+        ));
+        Ok(turn)
+    }
+
+    fn mutates(&self, name: &str) -> bool {
+        self.tools.get(name).is_some_and(|t| t.mutates())
+    }
+
+    /// Runs one call; `submit` fills `submitted`.
+    async fn call(
+        &mut self,
+        name: &str,
+        args: &Value,
+        submitted: &mut Option<(Claim, String)>,
+    ) -> (bool, String) {
+        if self.forcing.is_some() && !prompt::FORCING_TOOLS.contains(&name) {
+            return (
+                false,
+                format!(
+                    "{name} is not available now: only edit, write_file and submit are. Change a file or submit."
+                ),
+            );
+        }
+        match name {
+            "submit" => {
+                let verdict = args.get("verdict").and_then(Value::as_str).map(str::trim);
+                let claim = match verdict.map(str::to_ascii_uppercase).as_deref() {
+                    Some("GO") => Claim::Go,
+                    Some("NO-GO") | Some("NOGO") | Some("NO_GO") => Claim::NoGo,
+                    _ => {
+                        return (
+                            false,
+                            "submit needs verdict \"GO\" or \"NO-GO\" and a summary.".to_string(),
+                        )
+                    }
+                };
+                let summary = args
+                    .get("summary")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                *submitted = Some((claim, summary));
+                let text = match claim {
+                    Claim::Go => "Submitted GO. The change is being verified by the gate.",
+                    Claim::NoGo => "Submitted NO-GO.",
+                };
+                (true, text.to_string())
+            }
+            "run_tests" => {
+                let selector = args.get("selector").and_then(Value::as_str);
+                match self.tests.as_mut() {
+                    None => (
+                        false,
+                        "No gate profile matches this repository, so vouch does not know how to run its tests."
+                            .to_string(),
+                    ),
+                    Some(runner) => match runner.run(selector, self.cancel).await {
+                        Ok(out) => (out.ok, out.text),
+                        Err(e) => (false, format!("The tests could not be started: {e:#}")),
+                    },
+                }
+            }
+            _ => {
+                let out = self.tools.dispatch(name, args);
+                (out.ok, out.text)
+            }
+        }
+    }
+
+    /// A user message from the loop itself.
+    fn nudge(&mut self, kind: &str, text: &str) {
+        self.transcript.event(
+            "nudge",
+            json!({"turn": self.turns, "kind": kind, "text": text}),
+        );
+        // Two loop messages in one turn become one user message: some chat templates insist that roles
+        // alternate. The previous one has not been sent yet, so this rewrites no history.
+        if let Some(ChatMessage::User { content }) = self.messages.last_mut() {
+            content.push_str("\n\n");
+            content.push_str(text);
+        } else {
+            self.messages.push(ChatMessage::user(text));
+        }
+    }
+
+    /// Commits the worktree and gates `base..branch`.
+    async fn verify(&mut self, summary: &str) -> Gated {
+        match self.commit_and_gate(summary).await {
+            Ok(g) => g,
+            Err(e) => {
+                let message = format!("{e:#}");
+                self.transcript
+                    .event("gate-error", json!({"error": message}));
+                Gated::Error(message)
+            }
+        }
+    }
+
+    async fn commit_and_gate(&mut self, summary: &str) -> Result<Gated> {
+        let author = signature(&self.wt.repo, self.cfg.author.as_deref())?;
+        let mut message = format!("{}\n\n", self.cfg.task.title);
+        if !summary.trim().is_empty() {
+            message.push_str(summary.trim());
+            message.push_str("\n\n");
+        }
+        message.push_str("Agent-Verdict: GO\n");
+        let Some(oid) = self.wt.commit(&message, &author)? else {
+            self.transcript
+                .event("commit", json!({"commit": null, "note": "nothing changed"}));
+            return Ok(Gated::Fail(
+                "You submitted GO, but nothing in the repository differs from the base commit: there is no \
+                 change to verify. Make the fix and add a test, then submit again."
+                    .to_string(),
+            ));
+        };
+        self.commit = Some(oid.to_string());
+        self.transcript.event(
+            "commit",
+            json!({"commit": oid.to_string(), "branch": self.wt.branch}),
+        );
+        self.ui.line(&format!(
+            "  committed {} on {}; gating {}..{}",
+            short(&oid.to_string()),
+            self.wt.branch,
+            short(&self.wt.base.to_string()),
+            short(&oid.to_string())
+        ));
+        let mut opts = crate::gate::Options::for_repo(&self.wt.repo);
+        opts.base = Some(self.wt.base.to_string());
+        opts.head = oid.to_string();
+        opts.profile = self.cfg.profile.clone();
+        opts.claimed = Some(Claim::Go);
+        opts.allow = self.cfg.task.scope.clone();
+        opts.cache = self.cfg.cache.clone();
+        opts.workspaces = self.cfg.workspaces.clone();
+        let report = crate::gate::run(&opts, self.ui, self.cancel)
+            .await
+            .context("run the gate")?;
+        let value = serde_json::to_value(&report).context("serialize the gate report")?;
+        self.transcript.event(
+            "gate",
+            json!({"commit": oid.to_string(), "verdict": report.verdict, "reasons": report.reasons}),
+        );
+        self.gate = Some(value);
+        self.ui.line(&format!(
+            "  gate: {}{}",
+            match report.verdict {
+                Verdict::Pass => "pass",
+                Verdict::Fail => "fail",
+                Verdict::Error => "error",
+            },
+            if report.reasons.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", report.reasons.join("; "))
+            }
+        ));
+        Ok(match report.verdict {
+            Verdict::Pass => Gated::Pass,
+            Verdict::Error => Gated::Error(format!(
+                "the gate could not judge the change: {}",
+                report.reasons.join("; ")
+            )),
+            Verdict::Fail => Gated::Fail(repair_message(&report)),
+        })
+    }
+}
+
+/// The one message that sends a gate failure back to the model.
+pub fn repair_message(report: &crate::gate::report::Report) -> String {
+    let failing: Vec<&crate::gate::steps::StepReport> =
+        report.steps.iter().filter(|s| s.status.is_bad()).collect();
+    let mut text = String::from(
+        "The gate rejected your change. It reran every check in a clean checkout of your commit. Fix the \
+         problems below (the code or the test), run the tests, then submit again.\n",
+    );
+    if !failing.is_empty() {
+        let names: Vec<&str> = failing.iter().map(|s| s.name.as_str()).collect();
+        text.push_str(&format!("\nFailing steps: {}\n", names.join(", ")));
+    }
+    if !report.reasons.is_empty() {
+        text.push_str("\nReasons:\n");
+        for r in &report.reasons {
+            text.push_str(&format!("- {r}\n"));
+        }
+    }
+    let bite = &report.bite;
+    let bite_status = bite.get("status").and_then(Value::as_str).unwrap_or("");
+    if matches!(bite_status, "no-bite" | "removed-tests" | "weakened-tests")
+        || bite
+            .get("reasons")
+            .and_then(Value::as_array)
+            .is_some_and(|r| !r.is_empty())
+    {
+        text.push_str(&format!(
+            "\nBite check: {bite_status}. The gate put back the base version of your production files, \
+             kept your tests, and ran the tests you changed: a test that still passes there (inert) cannot \
+             catch the bug. Make your new test fail on the old code and pass on the fixed code.\n"
+        ));
+        for t in bite
+            .get("tests")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            text.push_str(&format!(
+                "- {}: {}\n",
+                t.get("id").and_then(Value::as_str).unwrap_or("?"),
+                t.get("outcome").and_then(Value::as_str).unwrap_or("?")
+            ));
+        }
+    }
+    for step in failing {
+        let tail = step.log_tail.trim();
+        if !tail.is_empty() {
+            text.push_str(&format!(
+                "\nOutput of {} (`{}`), last part:\n{}\n",
+                step.name,
+                step.command,
+                cap(tail, REPAIR_STEP_CAP)
+            ));
+        }
+    }
+    if text.chars().count() > REPAIR_CAP {
+        text = text.chars().take(REPAIR_CAP).collect();
+        text.push_str("\n[... cut ...]\n");
+    }
+    text
+}
+
+/// The worktree's path relative to the user's working tree when it lies inside it and git does not ignore it.
+fn unignored_inside(wt: &Worktree) -> Option<String> {
+    let user = crate::git::open(&wt.repo).ok()?;
+    let workdir = std::fs::canonicalize(user.workdir()?).ok()?;
+    let dir = std::fs::canonicalize(&wt.dir).ok()?;
+    let rel = dir.strip_prefix(&workdir).ok()?;
+    let ignored = user.is_path_ignored(rel).unwrap_or(true);
+    (!ignored).then(|| format!("{}/", rel.display()))
+}
+
+/// File names at the worktree's root (for profile detection).
+fn root_files(dir: &std::path::Path) -> Result<Vec<String>> {
+    Ok(std::fs::read_dir(dir)
+        .with_context(|| format!("list {}", dir.display()))?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect())
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..sha.len().min(12)]
+}
+
+fn write(path: &std::path::Path, text: &str) -> Result<()> {
+    std::fs::write(path, text).with_context(|| format!("write {}", path.display()))
+}

@@ -1,0 +1,164 @@
+//! The agent's workspace: a git worktree under `workspaces/<task-id>/` on a new branch `vouch/<task-id>`,
+//! made from the user's repository.
+//!
+//! Unlike the gate's rooms, the agent's work must end up somewhere the user can see, review and push: a
+//! branch. A worktree gives it one without touching the user's checkout: their working tree, index, HEAD and
+//! current branch stay as they are; only the new branch, the worktree registration under `.git/worktrees/`
+//! and the objects of the agent's commits are added. vouch's own records live in `.vouch/` inside the
+//! worktree, ignored by git through `.vouch/.gitignore`, so they never reach the commit.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use git2::{BranchType, IndexAddOption, Oid, Repository, Signature, WorktreeAddOptions};
+
+use crate::error::VouchError;
+
+/// A worktree made for one task.
+#[derive(Debug)]
+pub struct Worktree {
+    /// The task id: the worktree's name and the branch's last part.
+    pub id: String,
+    /// The worktree's directory (absolute).
+    pub dir: PathBuf,
+    /// `vouch/<id>`.
+    pub branch: String,
+    /// The user's repository (its working directory, or the git dir when bare).
+    pub repo: PathBuf,
+    /// The commit the branch starts from.
+    pub base: Oid,
+}
+
+impl Worktree {
+    /// Makes `workspaces/<id>` a worktree of `repo` on a new branch `vouch/<id>` at `base`. An existing
+    /// workspace or branch is an error unless `fresh`, which removes both first.
+    pub fn create(
+        repo: &Path,
+        base: &str,
+        workspaces: &Path,
+        id: &str,
+        fresh: bool,
+    ) -> Result<Worktree> {
+        let user = crate::git::open(repo)?;
+        let base_oid = crate::git::resolve(&user, base)?;
+        let branch = format!("vouch/{id}");
+        std::fs::create_dir_all(workspaces)
+            .with_context(|| format!("create {}", workspaces.display()))?;
+        let dir = std::path::absolute(workspaces.join(id))
+            .with_context(|| format!("locate {}", workspaces.display()))?;
+        let exists = dir.exists()
+            || user.find_worktree(id).is_ok()
+            || user.find_branch(&branch, BranchType::Local).is_ok();
+        if exists {
+            if !fresh {
+                return Err(VouchError::usage_hint(
+                    format!(
+                        "the workspace for task `{id}` already exists ({} or branch {branch})",
+                        dir.display()
+                    ),
+                    "pass --fresh to remove the worktree and its branch and start over \
+                     (resuming a run is not supported yet)",
+                )
+                .into());
+            }
+            remove(&user, &dir, id, &branch)?;
+        }
+        let base_commit = user.find_commit(base_oid).context("find the base commit")?;
+        let reference = user
+            .branch(&branch, &base_commit, false)
+            .with_context(|| format!("create branch {branch}"))?
+            .into_reference();
+        let mut opts = WorktreeAddOptions::new();
+        opts.reference(Some(&reference));
+        user.worktree(id, &dir, Some(&opts))
+            .with_context(|| format!("add worktree {}", dir.display()))?;
+        let records = dir.join(".vouch");
+        std::fs::create_dir_all(&records)
+            .with_context(|| format!("create {}", records.display()))?;
+        std::fs::write(records.join(".gitignore"), "*\n")
+            .with_context(|| format!("write {}/.gitignore", records.display()))?;
+        let repo_dir = user.workdir().unwrap_or_else(|| user.path()).to_path_buf();
+        Ok(Worktree {
+            id: id.to_string(),
+            dir,
+            branch,
+            repo: repo_dir,
+            base: base_oid,
+        })
+    }
+
+    /// Where vouch keeps this run's records (git-ignored).
+    pub fn records(&self) -> PathBuf {
+        self.dir.join(".vouch")
+    }
+
+    /// Commits the worktree's whole state as the one commit of the branch on top of base (replacing an
+    /// earlier one, so a repaired change is still one commit). Returns `None` when nothing differs from base.
+    pub fn commit(&self, message: &str, author: &Signature<'_>) -> Result<Option<Oid>> {
+        let wt = Repository::open(&self.dir)
+            .with_context(|| format!("open worktree {}", self.dir.display()))?;
+        let mut index = wt.index().context("read the worktree's index")?;
+        index
+            .add_all(["*"], IndexAddOption::DEFAULT, None)
+            .context("stage the worktree's files")?;
+        index
+            .update_all(["*"], None)
+            .context("stage the worktree's deletions")?;
+        index.write().context("write the worktree's index")?;
+        let tree_id = index.write_tree().context("write the tree")?;
+        let base = wt.find_commit(self.base).context("find the base commit")?;
+        if tree_id == base.tree_id() {
+            return Ok(None);
+        }
+        let tree = wt.find_tree(tree_id).context("find the tree")?;
+        let oid = wt
+            .commit(None, author, author, message, &tree, &[&base])
+            .context("commit the change")?;
+        wt.reference(
+            &format!("refs/heads/{}", self.branch),
+            oid,
+            true,
+            "vouch: the agent's change",
+        )
+        .with_context(|| format!("move {} to the new commit", self.branch))?;
+        Ok(Some(oid))
+    }
+}
+
+/// The commit signature: `Name <email>`, else the repository's configured user, else vouch's own.
+pub fn signature(repo: &Path, author: Option<&str>) -> Result<Signature<'static>> {
+    if let Some(text) = author {
+        let (name, email) = text
+            .split_once('<')
+            .and_then(|(n, rest)| Some((n.trim(), rest.strip_suffix('>')?.trim())))
+            .filter(|(n, e)| !n.is_empty() && e.contains('@'))
+            .ok_or_else(|| {
+                VouchError::usage(format!(
+                    "--author must look like `Name <email>`, got `{text}`"
+                ))
+            })?;
+        return Signature::now(name, email).context("make the author signature");
+    }
+    if let Ok(sig) = crate::git::open(repo).and_then(|r| Ok(r.signature()?)) {
+        return Ok(sig.to_owned());
+    }
+    Signature::now("vouch", "vouch@localhost").context("make the author signature")
+}
+
+/// Removes the worktree `id` (registration and directory) and the branch.
+fn remove(user: &Repository, dir: &Path, id: &str, branch: &str) -> Result<()> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("remove {}", dir.display()))?;
+    }
+    if let Ok(wt) = user.find_worktree(id) {
+        let mut opts = git2::WorktreePruneOptions::new();
+        opts.valid(true).working_tree(true).locked(true);
+        wt.prune(Some(&mut opts))
+            .with_context(|| format!("prune worktree {id}"))?;
+    }
+    if let Ok(mut b) = user.find_branch(branch, BranchType::Local) {
+        b.delete()
+            .with_context(|| format!("delete branch {branch}"))?;
+    }
+    Ok(())
+}

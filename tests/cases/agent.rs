@@ -1,0 +1,1054 @@
+//! `vouch run` end to end: the real binary, real git, real pytest and ruff, against a scripted model server
+//! that replays one answer per request and fails the test on any unexpected or missing request, on a tool
+//! result that does not pair with a call of the previous answer, and on history that was rewritten.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+
+use crate::util::{snapshot_dir, Repo, Run};
+
+// ---------------------------------------------------------------------------------------------------------
+// The scripted model server.
+
+/// One canned answer to `POST /v1/chat/completions`.
+enum Answer {
+    /// A 200 with this assistant message.
+    Message(Value),
+    /// An error status (the client retries 5xx).
+    Status(u16),
+    /// A 200 with this message, after a delay.
+    Slow(std::time::Duration, Value),
+}
+
+#[derive(Clone, Default)]
+struct Script {
+    answers: Arc<Mutex<VecDeque<Answer>>>,
+    /// Request bodies, with the answer each got (null for an error status).
+    seen: Arc<Mutex<Vec<(Value, Value)>>>,
+    problems: Arc<Mutex<Vec<String>>>,
+}
+
+struct Model {
+    url: String,
+    script: Script,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Model {
+    async fn start(answers: Vec<Answer>) -> Model {
+        let script = Script {
+            answers: Arc::new(Mutex::new(answers.into())),
+            ..Script::default()
+        };
+        let app = Router::new().fallback(answer).with_state(script.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        Model { url, script, task }
+    }
+
+    /// Every answer was used, nothing was unexpected; returns the chat requests that got a 200.
+    fn finish(self) -> Vec<Value> {
+        self.task.abort();
+        let problems = self.script.problems.lock().unwrap().clone();
+        assert!(problems.is_empty(), "model server problems: {problems:#?}");
+        let left = self.script.answers.lock().unwrap().len();
+        assert_eq!(left, 0, "{left} scripted answers were never asked for");
+        let seen = self.script.seen.lock().unwrap();
+        seen.iter()
+            .filter(|(_, a)| !a.is_null())
+            .map(|(r, _)| r.clone())
+            .collect()
+    }
+}
+
+async fn answer(State(script): State<Script>, req: Request) -> Response {
+    let method = req.method().to_string();
+    let path = req.uri().path().to_string();
+    let bytes = axum::body::to_bytes(req.into_body(), usize::MAX)
+        .await
+        .unwrap_or_default();
+    if method == "GET" && path == "/props" {
+        // Not llama-server: the client asks once and remembers.
+        return (StatusCode::NOT_FOUND, "no props").into_response();
+    }
+    if method != "POST" || path != "/v1/chat/completions" {
+        script
+            .problems
+            .lock()
+            .unwrap()
+            .push(format!("unexpected {method} {path}"));
+        return (StatusCode::IM_A_TEAPOT, "unexpected").into_response();
+    }
+    let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let previous = script
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|(_, a)| !a.is_null())
+        .cloned();
+    if let Err(problem) = check_history(&body, previous.as_ref()) {
+        script.problems.lock().unwrap().push(problem);
+    }
+    let next = script.answers.lock().unwrap().pop_front();
+    match next {
+        None => {
+            script.problems.lock().unwrap().push(format!(
+                "a request after the script ended; last message: {}",
+                body["messages"]
+                    .as_array()
+                    .and_then(|m| m.last())
+                    .cloned()
+                    .unwrap_or_default()
+            ));
+            (StatusCode::IM_A_TEAPOT, "script ended").into_response()
+        }
+        Some(Answer::Status(code)) => {
+            script.seen.lock().unwrap().push((body, Value::Null));
+            Response::builder()
+                .status(code)
+                .header("content-type", "application/json")
+                .body(Body::from(
+                    json!({"error": {"message": "scripted failure"}}).to_string(),
+                ))
+                .unwrap()
+        }
+        Some(Answer::Slow(delay, message)) => {
+            script.seen.lock().unwrap().push((body, message.clone()));
+            tokio::time::sleep(delay).await;
+            Response::builder()
+                .status(200)
+                .header("content-type", "application/json")
+                .body(Body::from(
+                    json!({"choices": [{"index": 0, "message": message}]}).to_string(),
+                ))
+                .unwrap()
+        }
+        Some(Answer::Message(message)) => {
+            script.seen.lock().unwrap().push((body, message.clone()));
+            let reply = json!({
+                "id": "chatcmpl-test",
+                "object": "chat.completion",
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 10,
+                          "prompt_tokens_details": {"cached_tokens": 80}},
+            });
+            Response::builder()
+                .status(200)
+                .header("content-type", "application/json")
+                .body(Body::from(reply.to_string()))
+                .unwrap()
+        }
+    }
+}
+
+/// The request extends the previous one (nothing rewritten), its tool results pair one to one, in order,
+/// with the calls of the assistant message before them, and that message carries the previous answer's calls.
+fn check_history(body: &Value, previous: Option<&(Value, Value)>) -> Result<(), String> {
+    let messages = body["messages"]
+        .as_array()
+        .ok_or("a request without messages")?;
+    let mut expected: VecDeque<String> = VecDeque::new();
+    for (i, m) in messages.iter().enumerate() {
+        match m["role"].as_str() {
+            Some("tool") => {
+                let id = m["tool_call_id"].as_str().unwrap_or_default();
+                match expected.pop_front() {
+                    Some(want) if want == id => {}
+                    other => {
+                        return Err(format!(
+                            "message {i}: tool result {id} does not pair with a call (expected {other:?})"
+                        ))
+                    }
+                }
+            }
+            role => {
+                if !expected.is_empty() {
+                    return Err(format!(
+                        "message {i} ({role:?}) comes before the results of calls {expected:?}"
+                    ));
+                }
+                if role == Some("assistant") {
+                    expected = m["tool_calls"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|c| c["id"].as_str().unwrap_or_default().to_string())
+                        .collect();
+                }
+            }
+        }
+    }
+    if !expected.is_empty() {
+        return Err(format!("calls {expected:?} have no results"));
+    }
+    if let Some((prev_body, prev_answer)) = previous {
+        let prev = prev_body["messages"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if messages.len() <= prev.len() || messages[..prev.len()] != prev[..] {
+            return Err(
+                "the history was rewritten: the request does not extend the previous one".into(),
+            );
+        }
+        let assistant = &messages[prev.len()];
+        if assistant["role"] != "assistant" {
+            return Err(format!(
+                "the previous answer is not next in the history: {assistant}"
+            ));
+        }
+        let ids = |v: &Value| -> Vec<String> {
+            v["tool_calls"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| c["id"].as_str().unwrap_or_default().to_string())
+                .collect()
+        };
+        // Every call in the history is one the previous answer made (a call to a tool that was not offered
+        // is dropped by the client, and then has no result either).
+        let native = ids(prev_answer);
+        let kept = ids(assistant);
+        if !native.is_empty() && kept.iter().any(|id| !native.contains(id)) {
+            return Err(format!(
+                "the calls {kept:?} in the history are not the previous answer's {native:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An answer with native tool calls `(name, arguments)`, ids `call_<n>_<i>`.
+fn calls(n: usize, list: &[(&str, Value)]) -> Answer {
+    Answer::Message(json!({
+        "role": "assistant",
+        "content": "",
+        "tool_calls": list.iter().enumerate().map(|(i, (name, args))| json!({
+            "id": format!("call_{n}_{i}"),
+            "type": "function",
+            "function": {"name": name, "arguments": args.to_string()},
+        })).collect::<Vec<_>>(),
+    }))
+}
+
+fn call(n: usize, name: &str, args: Value) -> Answer {
+    calls(n, &[(name, args)])
+}
+
+fn text(content: &str) -> Answer {
+    Answer::Message(json!({"role": "assistant", "content": content}))
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The fixture: a Python project whose add() subtracts.
+
+const CALC: &str = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
+const FIXED: &str = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
+const OLD_TEST: &str = "from calc import sub\n\n\ndef test_sub():\n    assert sub(3, 1) == 2\n";
+const NEW_TEST: &str = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n";
+const INERT_TEST: &str =
+    "from calc import add\n\n\ndef test_add_zero():\n    assert add(0, 0) == 0\n";
+
+fn calc_repo() -> Repo {
+    let repo = Repo::with_files(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"calc\"\nversion = \"0.1.0\"\n",
+        ),
+        ("calc.py", CALC),
+        ("test_calc.py", OLD_TEST),
+    ]);
+    repo.git(&["branch", "feature"]);
+    repo
+}
+
+/// The user's repository as the tests compare it: every file under the checkout and `.git`, minus what a
+/// run may add (the new branch, its reflog, the worktree registration and new objects).
+fn user_state(repo: &Repo) -> BTreeMap<PathBuf, Vec<u8>> {
+    snapshot_dir(&repo.dir)
+}
+
+fn assert_untouched(repo: &Repo, before: &BTreeMap<PathBuf, Vec<u8>>) {
+    let after = user_state(repo);
+    for (path, bytes) in before {
+        match after.get(path) {
+            Some(now) => assert!(now == bytes, "{} changed", path.display()),
+            None => panic!("{} was removed", path.display()),
+        }
+    }
+    let git = repo.dir.join(".git");
+    let allowed = [
+        git.join("objects"),
+        git.join("worktrees"),
+        git.join("refs/heads/vouch"),
+        git.join("logs/refs/heads/vouch"),
+    ];
+    for path in after.keys().filter(|p| !before.contains_key(*p)) {
+        assert!(
+            allowed.iter().any(|a| path.starts_with(a)),
+            "{} is new in the user's repository",
+            path.display()
+        );
+    }
+}
+
+/// Runs `vouch run` against the scripted model, off the async runtime that serves it.
+async fn vouch_run(repo: &Repo, model: &Model, args: &[&str]) -> Run {
+    let mut full: Vec<String> = vec![
+        "run".into(),
+        "--repo".into(),
+        repo.dir.to_string_lossy().into_owned(),
+        "--endpoint".into(),
+        model.url.clone(),
+        "--author".into(),
+        "Agent <agent@example.com>".into(),
+    ];
+    full.extend(args.iter().map(|s| s.to_string()));
+    let tmp = repo.tmp.path().to_path_buf();
+    let cache = repo.cache.clone();
+    tokio::task::spawn_blocking(move || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_vouch"))
+            .args(&full)
+            .current_dir(&tmp)
+            .env("VOUCH_CACHE", &cache)
+            .env_remove("RUST_LOG")
+            .env_remove("VOUCH_ENDPOINT")
+            .env_remove("VOUCH_MODEL")
+            .env_remove("VOUCH_API_KEY_ENV")
+            .envs(crate::util::git_env())
+            .output()
+            .unwrap();
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    })
+    .await
+    .unwrap()
+}
+
+fn workspace(repo: &Repo, id: &str) -> PathBuf {
+    repo.tmp.path().join("workspaces").join(id)
+}
+
+fn report(repo: &Repo, id: &str) -> Value {
+    let path = workspace(repo, id).join(".vouch/report.json");
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+fn transcript(repo: &Repo, id: &str) -> Vec<Value> {
+    std::fs::read_to_string(workspace(repo, id).join(".vouch/transcript.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The tool results of a request, after its last assistant message: `(name, content)`.
+fn tool_results(request: &Value) -> Vec<(String, String)> {
+    let messages = request["messages"].as_array().unwrap();
+    let last = messages
+        .iter()
+        .rposition(|m| m["role"] == "assistant")
+        .unwrap();
+    messages[last + 1..]
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["name"].as_str().unwrap_or_default().to_string(),
+                m["content"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn last_user(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn explain(run: &Run) -> String {
+    format!("exit {}\nstderr:\n{}", run.code, run.stderr)
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The cases.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fix_with_a_biting_test_is_committed_on_its_branch_and_verified() {
+    let repo = calc_repo();
+    let before = user_state(&repo);
+    let refs_before = repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"]);
+    let model = Model::start(vec![
+        call(1, "read_file", json!({"path": "calc.py"})),
+        call(
+            2,
+            "edit",
+            json!({"path": "calc.py", "old_string": "return a - b\n\n\ndef sub", "new_string": "return a + b\n\n\ndef sub"}),
+        ),
+        call(3, "write_file", json!({"path": "test_add.py", "content": NEW_TEST})),
+        call(4, "run_tests", json!({})),
+        call(
+            5,
+            "submit",
+            json!({"verdict": "GO", "summary": "add() added with a minus; it adds now."}),
+        ),
+    ])
+    .await;
+    let json_out = repo.tmp.path().join("out/run.json");
+    let run = vouch_run(
+        &repo,
+        &model,
+        &[
+            "--prompt",
+            "add() subtracts",
+            "--json",
+            json_out.to_str().unwrap(),
+        ],
+    )
+    .await;
+    let requests = model.finish();
+    assert_eq!(run.code, 0, "{}", explain(&run));
+    assert_eq!(requests.len(), 5);
+
+    // The tool results the model saw.
+    assert!(tool_results(&requests[1])[0].1.contains("return a - b"));
+    let tests = &tool_results(&requests[4])[0].1;
+    assert!(tests.contains("Tests passed"), "{tests}");
+    // The system prompt is byte-stable: no paths, no dates.
+    let system = requests[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(!system.contains(repo.tmp.path().to_str().unwrap()));
+    assert_eq!(requests[0]["messages"][1]["role"], "user");
+
+    let r = report(&repo, "add-subtracts");
+    let want = json!({
+        "status": "verified",
+        "stop_reason": "submitted",
+        "claimed": "GO",
+        "branch": "vouch/add-subtracts",
+        "turns": 5,
+        "tokens": {"prompt": 500, "cached": 400, "completion": 50},
+        "gate_verdict": "pass",
+        "bite": "bites",
+    });
+    let got = json!({
+        "status": r["status"],
+        "stop_reason": r["stop_reason"],
+        "claimed": r["claimed"],
+        "branch": r["branch"],
+        "turns": r["turns"],
+        "tokens": r["tokens"],
+        "gate_verdict": r["gate"]["verdict"],
+        "bite": r["gate"]["bite"]["status"],
+    });
+    assert_eq!(got, want);
+    let extra: Value = serde_json::from_str(&std::fs::read_to_string(&json_out).unwrap()).unwrap();
+    assert_eq!(extra, r);
+    assert!(workspace(&repo, "add-subtracts")
+        .join(".vouch/report.md")
+        .is_file());
+
+    // One commit on the branch, with the fix, the new test and the trailer, and none of vouch's records.
+    let base = repo.git(&["rev-parse", "main"]);
+    assert_eq!(
+        repo.git(&[
+            "rev-list",
+            "--count",
+            &format!("{base}..vouch/add-subtracts")
+        ]),
+        "1"
+    );
+    assert_eq!(
+        repo.git(&[
+            "diff",
+            "--name-only",
+            &format!("{base}..vouch/add-subtracts")
+        ]),
+        "calc.py\ntest_add.py"
+    );
+    assert_eq!(
+        repo.git(&["show", "vouch/add-subtracts:calc.py"]),
+        FIXED.trim()
+    );
+    let message = repo.git(&["log", "-1", "--format=%B", "vouch/add-subtracts"]);
+    assert!(message.contains("Agent-Verdict: GO"), "{message}");
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%an <%ae>", "vouch/add-subtracts"]),
+        "Agent <agent@example.com>"
+    );
+    assert_eq!(r["commit"], repo.git(&["rev-parse", "vouch/add-subtracts"]));
+
+    // The transcript has every event.
+    let events = transcript(&repo, "add-subtracts");
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "request").count(), 5);
+    assert_eq!(kinds.iter().filter(|k| **k == "tool").count(), 5);
+    assert!(kinds.contains(&"gate") && kinds.contains(&"commit"));
+    let response = events.iter().find(|e| e["event"] == "response").unwrap();
+    assert_eq!(response["usage"]["cached"], 80);
+    assert_eq!(response["mode"], "native");
+    assert!(run.stderr.contains("turn 1/50"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("claimed: GO; gate: pass"),
+        "{}",
+        run.stderr
+    );
+
+    // The user's checkout: untouched but for the new branch and the worktree registration.
+    assert_untouched(&repo, &before);
+    let refs_after = repo.git(&["for-each-ref", "--format=%(refname) %(objectname)"]);
+    let new_branch = format!(
+        "refs/heads/vouch/add-subtracts {}",
+        repo.git(&["rev-parse", "vouch/add-subtracts"])
+    );
+    let mut want: Vec<&str> = refs_before.lines().collect();
+    want.push(&new_branch);
+    want.sort();
+    let mut got: Vec<&str> = refs_after.lines().collect();
+    got.sort();
+    assert_eq!(got, want);
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_test_that_does_not_bite_goes_back_for_repair_and_is_rejected_when_resubmitted_unchanged()
+{
+    let repo = calc_repo();
+    let before = user_state(&repo);
+    let model = Model::start(vec![
+        call(
+            1,
+            "write_file",
+            json!({"path": "calc.py", "content": FIXED}),
+        ),
+        call(
+            2,
+            "write_file",
+            json!({"path": "test_add.py", "content": INERT_TEST}),
+        ),
+        call(3, "submit", json!({"verdict": "GO", "summary": "fixed"})),
+        call(
+            4,
+            "submit",
+            json!({"verdict": "GO", "summary": "fixed, really"}),
+        ),
+    ])
+    .await;
+    let run = vouch_run(
+        &repo,
+        &model,
+        &["--prompt", "add subtracts", "--repair-cycles", "1"],
+    )
+    .await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    assert_eq!(requests.len(), 4);
+    let repair = last_user(&requests[3]);
+    assert!(repair.contains("The gate rejected your change"), "{repair}");
+    assert!(repair.contains("no-bite"), "{repair}");
+    assert!(repair.contains("Bite check: no-bite"), "{repair}");
+    assert!(
+        repair.contains("test_add.py::test_add_zero: inert"),
+        "{repair}"
+    );
+    assert_eq!(tool_results(&requests[3])[0].0, "submit");
+    let r = report(&repo, "add-subtracts");
+    assert_eq!(
+        json!([
+            r["status"],
+            r["stop_reason"],
+            r["claimed"],
+            r["gate"]["verdict"],
+            r["repairs"]
+        ]),
+        json!(["rejected", "submitted", "GO", "fail", 1])
+    );
+    assert!(
+        run.stderr.contains("claimed: GO; gate: fail"),
+        "{}",
+        run.stderr
+    );
+    assert_untouched(&repo, &before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_leaked_as_laguna_text_is_recovered_and_run() {
+    let repo = calc_repo();
+    let before = user_state(&repo);
+    let model = Model::start(vec![
+        text(
+            "<tool_call>read_file<arg_key>path</arg_key><arg_value>calc.py</arg_value></tool_call>",
+        ),
+        call(
+            2,
+            "submit",
+            json!({"verdict": "NO-GO", "summary": "not sure"}),
+        ),
+    ])
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "look at add"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let results = tool_results(&requests[1]);
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].0, "read_file");
+    assert!(results[0].1.contains("def add(a, b):"), "{results:?}");
+    let r = report(&repo, "look-at-add");
+    assert_eq!(
+        json!([r["status"], r["stop_reason"], r["claimed"], r["gate"]]),
+        json!(["no-go", "submitted", "NO-GO", null])
+    );
+    let events = transcript(&repo, "look-at-add");
+    let first = events.iter().find(|e| e["event"] == "response").unwrap();
+    assert_eq!(first["recovered"], true);
+    assert_untouched(&repo, &before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paths_that_escape_the_worktree_are_refused_and_nothing_is_written_outside() {
+    let repo = calc_repo();
+    let outside = repo.tmp.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, repo.dir.join("link")).unwrap();
+    repo.commit("a link out");
+    let before = user_state(&repo);
+    let abs = repo.tmp.path().join("abs.txt");
+    let model = Model::start(vec![
+        calls(
+            1,
+            &[
+                ("write_file", json!({"path": "../escape.txt", "content": "x"})),
+                ("write_file", json!({"path": abs.to_str().unwrap(), "content": "x"})),
+                ("write_file", json!({"path": "link/evil.txt", "content": "x"})),
+                ("edit", json!({"path": "../../repo/calc.py", "old_string": "a - b", "new_string": "a + b"})),
+            ],
+        ),
+        call(2, "submit", json!({"verdict": "NO-GO", "summary": "cannot"})),
+    ])
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "escape"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let results = tool_results(&requests[1]);
+    assert_eq!(results.len(), 4);
+    let events = transcript(&repo, "escape");
+    let oks: Vec<Value> = events
+        .iter()
+        .filter(|e| e["event"] == "tool")
+        .map(|e| e["ok"].clone())
+        .collect();
+    assert_eq!(oks, [false, false, false, false, true].map(Value::from));
+    assert!(
+        results[0].1.contains("..") || results[0].1.contains("outside"),
+        "{results:?}"
+    );
+    assert!(
+        results[2].1.contains("outside the workspace"),
+        "{results:?}"
+    );
+    assert!(!repo.tmp.path().join("workspaces/escape.txt").exists());
+    assert!(!repo.tmp.path().join("escape.txt").exists());
+    assert!(!abs.exists());
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    assert_eq!(
+        std::fs::read_to_string(repo.dir.join("calc.py")).unwrap(),
+        CALC
+    );
+    assert_untouched(&repo, &before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_call_three_times_gets_a_warning_and_a_fourth_stops_the_run() {
+    let repo = calc_repo();
+    let before = user_state(&repo);
+    let same = || json!({"path": "calc.py"});
+    let model = Model::start(vec![
+        call(1, "read_file", same()),
+        call(2, "read_file", same()),
+        call(3, "read_file", same()),
+        call(4, "read_file", same()),
+    ])
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "loop"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    assert_eq!(requests.len(), 4);
+    assert!(last_user(&requests[3]).contains("same call"));
+    assert!(!last_user(&requests[2]).contains("same call"));
+    let r = report(&repo, "loop");
+    assert_eq!(
+        json!([r["status"], r["stop_reason"], r["turns"], r["claimed"]]),
+        json!(["incomplete", "repeated-call", 4, null])
+    );
+    assert_untouched(&repo, &before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_turns_stops_the_run_as_incomplete() {
+    let repo = calc_repo();
+    let before = user_state(&repo);
+    let model = Model::start(vec![
+        call(1, "list_files", json!({})),
+        call(2, "search", json!({"pattern": "def add"})),
+    ])
+    .await;
+    // A task file: the id is its stem, max_turns and base come from its front matter.
+    let task = repo.tmp.path().join("tasks/turns.md");
+    std::fs::create_dir_all(task.parent().unwrap()).unwrap();
+    std::fs::write(
+        &task,
+        "---\ntitle: Look around\nbase: feature\nprofile: python\nmax_turns: 2\n---\nadd() subtracts.\n",
+    )
+    .unwrap();
+    let run = vouch_run(&repo, &model, &["--task", task.to_str().unwrap()]).await;
+    model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let r = report(&repo, "turns");
+    assert_eq!(
+        json!([
+            r["status"],
+            r["stop_reason"],
+            r["turns"],
+            r["max_turns"],
+            r["title"],
+            r["base"]
+        ]),
+        json!([
+            "incomplete",
+            "max-turns",
+            2,
+            2,
+            "Look around",
+            repo.git(&["rev-parse", "feature"])
+        ])
+    );
+    assert!(run.stderr.contains("turn 2/2"), "{}", run.stderr);
+    assert_untouched(&repo, &before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_error_is_retried_and_an_existing_workspace_needs_fresh() {
+    let repo = calc_repo();
+    let before = user_state(&repo);
+    let model = Model::start(vec![
+        Answer::Status(500),
+        call(1, "submit", json!({"verdict": "NO-GO", "summary": "no"})),
+    ])
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "retry"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    assert_eq!(requests.len(), 1);
+    assert_eq!(report(&repo, "retry")["status"], "no-go");
+
+    // Again without --fresh: refused before any request, the run's records kept.
+    let model = Model::start(vec![]).await;
+    let again = vouch_run(&repo, &model, &["--prompt", "retry"]).await;
+    model.finish();
+    assert_eq!(again.code, 2, "{}", explain(&again));
+    assert!(again.stderr.contains("--fresh"), "{}", again.stderr);
+    assert!(again.stderr.contains("resum"), "{}", again.stderr);
+    assert_eq!(report(&repo, "retry")["status"], "no-go");
+
+    // With --fresh: a new worktree and branch from base.
+    let model = Model::start(vec![call(
+        1,
+        "submit",
+        json!({"verdict": "NO-GO", "summary": "still no"}),
+    )])
+    .await;
+    let fresh = vouch_run(&repo, &model, &["--prompt", "retry", "--fresh"]).await;
+    model.finish();
+    assert_eq!(fresh.code, 1, "{}", explain(&fresh));
+    assert_eq!(report(&repo, "retry")["summary"], "still no");
+    assert_untouched(&repo, &before);
+}
+
+#[test]
+fn a_model_error_is_exit_3_with_a_report() {
+    let repo = calc_repo();
+    let run = repo.vouch(&[
+        "run",
+        "--repo",
+        repo.dir.to_str().unwrap(),
+        "--prompt",
+        "unreachable",
+        "--endpoint",
+        "http://127.0.0.1:9",
+    ]);
+    assert_eq!(run.code, 3, "{}", explain(&run));
+    let r = report(&repo, "unreachable");
+    assert_eq!(
+        json!([r["status"], r["stop_reason"]]),
+        json!(["error", "model-error"])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_without_a_tool_call_get_reminders_then_a_warning_then_stop_the_run() {
+    let repo = calc_repo();
+    let model = Model::start(vec![
+        text("I will fix it."),
+        text("Done, I think."),
+        text("All good."),
+        text("Really."),
+    ])
+    .await;
+    let run = vouch_run(
+        &repo,
+        &model,
+        &["--prompt", "chatty", "--tool-mode", "native"],
+    )
+    .await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    assert!(last_user(&requests[1]).contains("no tool call"));
+    assert!(last_user(&requests[3]).contains("The run stops"));
+    let r = report(&repo, "chatty");
+    assert_eq!(
+        json!([r["status"], r["stop_reason"], r["turns"]]),
+        json!(["incomplete", "no-tool-calls", 4])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_without_edits_gets_a_forcing_phase_then_stops_as_stalled() {
+    let repo = calc_repo();
+    let model = Model::start(vec![
+        call(1, "read_file", json!({"path": "calc.py"})),
+        call(2, "read_file", json!({"path": "test_calc.py"})),
+        call(3, "list_files", json!({})),
+        call(
+            4,
+            "edit",
+            json!({"path": "calc.py", "old_string": "nope", "new_string": "x"}),
+        ),
+        call(5, "read_file", json!({"path": "pyproject.toml"})),
+    ])
+    .await;
+    let run = vouch_run(
+        &repo,
+        &model,
+        &[
+            "--prompt",
+            "stall",
+            "--stall-turns",
+            "2",
+            "--tool-mode",
+            "native",
+        ],
+    )
+    .await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let tools = |req: &Value| -> Vec<String> {
+        req["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(tools(&requests[1]).len(), 7);
+    assert_eq!(tools(&requests[2]), ["edit", "write_file", "submit"]);
+    assert!(last_user(&requests[2]).contains("only edit, write_file and submit"));
+    // A call to a tool that is not offered is dropped by the client: the reminder says so.
+    let reminder = last_user(&requests[3]);
+    assert!(reminder.contains("no tool call"), "{reminder}");
+    assert!(reminder.contains("list_files"), "{reminder}");
+    let r = report(&repo, "stall");
+    assert_eq!(
+        json!([r["status"], r["stop_reason"], r["turns"]]),
+        json!(["incomplete", "stalled", 5])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_budget_stops_the_run() {
+    let repo = calc_repo();
+    let model = Model::start(vec![
+        call(1, "list_files", json!({})),
+        call(2, "search", json!({"pattern": "add"})),
+    ])
+    .await;
+    let run = vouch_run(
+        &repo,
+        &model,
+        &["--prompt", "tokens", "--token-budget", "150"],
+    )
+    .await;
+    model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let r = report(&repo, "tokens");
+    assert_eq!(
+        json!([r["status"], r["stop_reason"], r["turns"]]),
+        json!(["incomplete", "tokens", 2])
+    );
+}
+
+#[test]
+fn run_help_documents_every_flag_the_examples_and_the_exit_codes() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vouch"))
+        .args(["run", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim_start();
+        if t.starts_with("--")
+            || (t.starts_with('-') && t.chars().nth(1).is_some_and(|c| c.is_ascii_alphabetic()))
+        {
+            let has_text = t.split("  ").filter(|p| !p.trim().is_empty()).count() >= 2;
+            let next = lines.get(i + 1).copied().unwrap_or("");
+            assert!(
+                has_text || next.starts_with("          "),
+                "flag without help: {line}"
+            );
+        }
+    }
+    for flag in [
+        "--task",
+        "--prompt",
+        "--repo",
+        "--base",
+        "--endpoint",
+        "--model",
+        "--max-turns",
+        "--profile",
+        "--json",
+        "--fresh",
+        "--api-key-env",
+        "--tool-mode",
+        "--repair-cycles",
+        "--wall-time",
+        "--token-budget",
+        "--author",
+    ] {
+        assert!(text.contains(flag), "{flag} missing:\n{text}");
+    }
+    for env in ["VOUCH_ENDPOINT", "VOUCH_MODEL", "VOUCH_API_KEY_ENV"] {
+        assert!(text.contains(env), "{env} missing:\n{text}");
+    }
+    assert!(text.contains("Examples:"), "{text}");
+    assert!(
+        text.contains("Exit codes: 0 verified, 1 rejected, no-go or incomplete, 2 usage error"),
+        "{text}"
+    );
+}
+
+#[test]
+fn run_needs_a_task_or_a_prompt_and_a_bad_task_file_is_a_usage_error() {
+    let repo = calc_repo();
+    let run = repo.vouch(&["run", "--repo", repo.dir.to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{}", explain(&run));
+    repo.write("../bad.md", "---\ntitel: typo\n---\nbody\n");
+    let bad = repo.tmp.path().join("bad.md");
+    let run = repo.vouch(&[
+        "run",
+        "--repo",
+        repo.dir.to_str().unwrap(),
+        "--task",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 2, "{}", explain(&run));
+    assert!(
+        run.stderr.contains("unknown field `titel`"),
+        "{}",
+        run.stderr
+    );
+}
+
+fn slow(secs: u64, answer: Answer) -> Answer {
+    match answer {
+        Answer::Message(m) => Answer::Slow(std::time::Duration::from_secs(secs), m),
+        other => other,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wall_time_budget_cuts_a_slow_turn_short() {
+    let repo = calc_repo();
+    let model = Model::start(vec![slow(20, call(1, "list_files", json!({})))]).await;
+    let started = std::time::Instant::now();
+    let run = vouch_run(&repo, &model, &["--prompt", "slow", "--wall-time", "1s"]).await;
+    model.finish();
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let r = report(&repo, "slow");
+    assert_eq!(
+        json!([r["status"], r["stop_reason"]]),
+        json!(["incomplete", "wall-time"])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_the_run_with_a_report_and_exit_130() {
+    let repo = calc_repo();
+    let before = user_state(&repo);
+    let model = Model::start(vec![slow(20, call(1, "list_files", json!({})))]).await;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_vouch"))
+        .args([
+            "run",
+            "--repo",
+            repo.dir.to_str().unwrap(),
+            "--prompt",
+            "interrupt",
+            "--endpoint",
+            &model.url,
+        ])
+        .current_dir(repo.tmp.path())
+        .env("VOUCH_CACHE", &repo.cache)
+        .envs(crate::util::git_env())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the request to arrive, then interrupt.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while model.script.seen.lock().unwrap().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no request came");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let status = tokio::task::spawn_blocking(move || child.wait().unwrap())
+        .await
+        .unwrap();
+    model.finish();
+    assert_eq!(status.code(), Some(130));
+    let r = report(&repo, "interrupt");
+    assert_eq!(
+        json!([r["status"], r["stop_reason"]]),
+        json!(["incomplete", "cancelled"])
+    );
+    assert_untouched(&repo, &before);
+}
