@@ -29,6 +29,35 @@ pub enum Command {
     /// Hand a task to a local model in its own worktree, then gate its change: verified, rejected, no-go or incomplete.
     #[command(after_help = RUN_EXAMPLES)]
     Run(Box<RunArgs>),
+    /// Remove vouch's workspaces (worktree, directory, branch vouch/<task-id>), keeping any with unmerged work.
+    #[command(after_help = CLEAN_EXAMPLES)]
+    Clean(CleanArgs),
+}
+
+const CLEAN_EXAMPLES: &str = "\
+Examples:
+  vouch clean                         remove every workspace whose work is merged (or that has none)
+  vouch clean add-subtracts           only the workspace of task add-subtracts
+  vouch clean --repo ../calc --force  also remove unmerged branches and uncommitted changes
+
+A workspace is kept without --force when its branch vouch/<task-id> has commits that neither the default branch
+nor your HEAD contains, or when its worktree has uncommitted changes; vouch says which it kept and why.
+Exit codes: 0 done (some may be kept), 2 usage error (a named task has no workspace), 3 infrastructure error.";
+
+/// `vouch clean`.
+#[derive(Debug, Clone, Args)]
+pub struct CleanArgs {
+    /// The repository whose workspaces to remove (any directory inside it) [default: .].
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+
+    /// Remove the workspaces with unmerged commits or uncommitted changes too (that work is lost).
+    #[arg(long)]
+    pub force: bool,
+
+    /// The tasks whose workspaces to remove [default: every vouch/* branch and its worktree].
+    #[arg(value_name = "TASK_ID")]
+    pub ids: Vec<String>,
 }
 
 const RUN_EXAMPLES: &str = "\
@@ -37,6 +66,7 @@ Examples:
   vouch run --prompt 'add() ignores negative numbers' --repo ../calc --base main
   vouch run --task tasks/bug.md --endpoint http://127.0.0.1:8080 --max-turns 30 --json run.json
   vouch run --task tasks/bug.md --fresh                    remove the task's worktree and branch first
+  vouch run --task tasks/bug.md --resume --max-turns 80    continue a run that stopped before a verdict
   VOUCH_ENDPOINT=http://gpu:8000 VOUCH_MODEL=qwen3-coder vouch run --task tasks/bug.md --tool-mode constrained
 
 The work happens in workspaces/<task-id>/, a git worktree on branch vouch/<task-id>; your checkout is not touched.
@@ -282,9 +312,17 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
-    /// Remove the task's existing worktree and branch vouch/<task-id> first (resuming is not supported).
-    #[arg(long)]
+    /// The model's context size in tokens, used when the server does not tell (llama-server's /props does); old tool outputs are elided past 80% of it.
+    #[arg(long, value_name = "N", default_value_t = crate::agent::DEFAULT_CONTEXT)]
+    pub context: u64,
+
+    /// Remove the task's existing worktree and branch vouch/<task-id> first.
+    #[arg(long, conflicts_with = "resume")]
     pub fresh: bool,
+
+    /// Continue the unfinished run in the task's workspace (crashed, model error, budget, Ctrl-C): the same conversation from its transcript, turns and tokens counted on.
+    #[arg(long)]
+    pub resume: bool,
 
     /// No per-turn lines and no summary on stderr (the records are still written).
     #[arg(long, short)]

@@ -56,8 +56,8 @@ impl Worktree {
                         "the workspace for task `{id}` already exists ({} or branch {branch})",
                         dir.display()
                     ),
-                    "pass --fresh to remove the worktree and its branch and start over \
-                     (resuming a run is not supported yet)",
+                    "pass --resume to continue the run there, or --fresh to remove the worktree and its \
+                     branch and start over",
                 )
                 .into());
             }
@@ -77,6 +77,48 @@ impl Worktree {
             .with_context(|| format!("create {}", records.display()))?;
         std::fs::write(records.join(".gitignore"), "*\n")
             .with_context(|| format!("write {}/.gitignore", records.display()))?;
+        let repo_dir = user.workdir().unwrap_or_else(|| user.path()).to_path_buf();
+        Ok(Worktree {
+            id: id.to_string(),
+            dir,
+            branch,
+            repo: repo_dir,
+            base: base_oid,
+        })
+    }
+
+    /// Opens the existing workspace `workspaces/<id>` of an earlier run (for `--resume`). `base` is the
+    /// base the run recorded; without it, the branch's parent when the branch carries the agent's commit
+    /// (an `Agent-Verdict` trailer), else the branch's tip.
+    pub fn open(repo: &Path, workspaces: &Path, id: &str, base: Option<&str>) -> Result<Worktree> {
+        let user = crate::git::open(repo)?;
+        let branch = format!("vouch/{id}");
+        let dir = std::path::absolute(workspaces.join(id))
+            .with_context(|| format!("locate {}", workspaces.display()))?;
+        let tip = user
+            .find_branch(&branch, BranchType::Local)
+            .ok()
+            .and_then(|b| b.get().peel_to_commit().ok());
+        let (true, Some(tip)) = (dir.join(".git").exists(), tip) else {
+            return Err(VouchError::usage_hint(
+                format!(
+                    "there is no workspace for task `{id}` to resume ({} on branch {branch})",
+                    dir.display()
+                ),
+                "run without --resume to start the task",
+            )
+            .into());
+        };
+        let base_oid = match base {
+            Some(b) => crate::git::resolve(&user, b)?,
+            None if tip.message().unwrap_or("").contains("Agent-Verdict:") => {
+                tip.parent_id(0).context("find the base commit")?
+            }
+            None => tip.id(),
+        };
+        let records = dir.join(".vouch");
+        std::fs::create_dir_all(&records)
+            .with_context(|| format!("create {}", records.display()))?;
         let repo_dir = user.workdir().unwrap_or_else(|| user.path()).to_path_buf();
         Ok(Worktree {
             id: id.to_string(),
@@ -146,7 +188,7 @@ pub fn signature(repo: &Path, author: Option<&str>) -> Result<Signature<'static>
 }
 
 /// Removes the worktree `id` (registration and directory) and the branch.
-fn remove(user: &Repository, dir: &Path, id: &str, branch: &str) -> Result<()> {
+pub fn remove(user: &Repository, dir: &Path, id: &str, branch: &str) -> Result<()> {
     if dir.exists() {
         std::fs::remove_dir_all(dir).with_context(|| format!("remove {}", dir.display()))?;
     }

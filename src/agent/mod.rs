@@ -48,6 +48,14 @@ use transcript::Transcript;
 const REPAIR_CAP: usize = 8000;
 /// Characters of output per failing step in the repair message.
 const REPAIR_STEP_CAP: usize = 3000;
+/// The context size assumed when the server does not say and `--context` is not given.
+pub const DEFAULT_CONTEXT: u64 = 32768;
+/// Percent of the context a prompt may fill before old tool outputs are elided.
+const ELIDE_AT: u64 = 80;
+/// Percent of the context one elision step aims to get the prompt under.
+const ELIDE_TO: u64 = 50;
+/// Tool outputs at most this long are never elided.
+const ELIDE_MIN_BYTES: usize = 2048;
 
 /// Limits that stop a run.
 #[derive(Clone, Debug)]
@@ -96,6 +104,10 @@ pub struct Config {
     /// Where worktrees go (`workspaces/`).
     pub workspaces: PathBuf,
     pub fresh: bool,
+    /// Continue the run whose workspace exists, from its transcript.
+    pub resume: bool,
+    /// The server's context size in tokens when `/props` does not say [default: [`DEFAULT_CONTEXT`]].
+    pub context: Option<u64>,
     pub model: ModelConfig,
     pub rails: Rails,
     /// `Name <email>` for the commit [default: the repository's git config, else vouch's].
@@ -113,13 +125,21 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         Some(p) => Some(Profile::from_arg(p)?),
         None => None,
     };
-    let wt = Worktree::create(
-        &cfg.repo,
-        &cfg.base,
-        &cfg.workspaces,
-        &cfg.task.id,
-        cfg.fresh,
-    )?;
+    let resumed = if cfg.resume {
+        Some(resumable(cfg)?)
+    } else {
+        None
+    };
+    let wt = match &resumed {
+        Some(r) => Worktree::open(&cfg.repo, &cfg.workspaces, &cfg.task.id, r.base.as_deref())?,
+        None => Worktree::create(
+            &cfg.repo,
+            &cfg.base,
+            &cfg.workspaces,
+            &cfg.task.id,
+            cfg.fresh,
+        )?,
+    };
     // As the gate chooses: the flag, else the repository's own profile as committed at base (the worktree
     // is still at base here), else detection.
     let committed = wt.dir.join(".vouch").join("gate.toml");
@@ -129,7 +149,31 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         None => Profile::detect(&root_files(&wt.dir)?),
     };
     let records = wt.records();
-    let transcript = Transcript::create(&records.join("transcript.jsonl"))?;
+    let mut transcript = match &resumed {
+        Some(_) => Transcript::append(&records.join("transcript.jsonl"))?,
+        None => Transcript::create(&records.join("transcript.jsonl"))?,
+    };
+    let resumed = resumed.unwrap_or_default();
+    if cfg.resume {
+        transcript.event(
+            "resume",
+            json!({"turns": resumed.turns, "messages": resumed.messages.len(), "sent": resumed.sent,
+                   "tokens": resumed.tokens, "base": wt.base.to_string()}),
+        );
+    } else {
+        transcript.event(
+            "start",
+            json!({"task": cfg.task.id, "base": wt.base.to_string(), "branch": wt.branch}),
+        );
+    }
+    let messages = if resumed.messages.is_empty() {
+        vec![
+            ChatMessage::system(prompt::SYSTEM),
+            ChatMessage::user(cfg.task.message()),
+        ]
+    } else {
+        resumed.messages
+    };
     let tests = profile.as_ref().map(|p| {
         TestRunner::new(
             p,
@@ -140,8 +184,13 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
     });
     let tools = Tools::standard(Workspace::new(&wt.dir)?);
     ui.line(&format!(
-        "vouch run {}: worktree {} on branch {} from {}",
+        "vouch run {}: {}worktree {} on branch {} from {}",
         cfg.task.id,
+        if cfg.resume {
+            format!("resuming after turn {}, ", resumed.turns)
+        } else {
+            String::new()
+        },
         wt.dir.display(),
         wt.branch,
         short(&wt.base.to_string())
@@ -162,26 +211,31 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         tests,
         wt,
         transcript,
-        messages: vec![
-            ChatMessage::system(prompt::SYSTEM),
-            ChatMessage::user(cfg.task.message()),
-        ],
+        messages,
+        sent: resumed.sent,
         started: Instant::now(),
-        turns: 0,
-        tokens: Tokens::default(),
+        turns: resumed.turns,
+        tokens: resumed.tokens,
+        last_prompt: resumed.last_prompt,
         malformed: 0,
         last_call: None,
         repeats: 0,
         since_change: 0,
         forcing: None,
-        repairs: 0,
+        repairs: resumed.repairs,
         claimed: None,
         summary: None,
-        gate: None,
-        commit: None,
+        gate: resumed.gate,
+        commit: resumed.commit,
         error: None,
     };
+    if matches!(agent.messages.last(), Some(ChatMessage::Assistant { .. })) {
+        // The earlier run stopped on a reply without a call: the conversation goes on with a reminder.
+        agent.nudge("no-tool-call", prompt::NO_CALL);
+    }
     let (status, stop) = agent.run_loop().await;
+    // The messages added since the last request, so that a resumed run goes on from here.
+    agent.log_messages();
     agent.transcript.event(
         "stop",
         json!({"status": status.name(), "stop_reason": stop.name(), "turns": agent.turns}),
@@ -242,9 +296,13 @@ struct Agent<'a> {
     wt: Worktree,
     transcript: Transcript,
     messages: Vec<ChatMessage>,
+    /// How many of `messages` the last request sent (those are in the transcript already).
+    sent: usize,
     started: Instant,
     turns: u32,
     tokens: Tokens,
+    /// Prompt tokens of the last answered request.
+    last_prompt: u64,
     malformed: u32,
     last_call: Option<String>,
     repeats: u32,
@@ -453,6 +511,9 @@ impl Agent<'_> {
             })
             .cloned()
             .collect();
+        self.elide();
+        self.log_messages();
+        self.sent = self.messages.len();
         let req = ChatRequest {
             messages: self.messages.clone(),
             tools: offered,
@@ -490,6 +551,7 @@ impl Agent<'_> {
             Ok(Ok(turn)) => turn,
         };
         let usage = turn.usage.unwrap_or_default();
+        self.last_prompt = usage.prompt;
         self.tokens.prompt += usage.prompt;
         self.tokens.completion += usage.completion;
         self.tokens.cached += usage.cached.unwrap_or(0);
@@ -592,6 +654,99 @@ impl Agent<'_> {
         }
     }
 
+    /// The server's context size: `/props` (llama-server), else `--context`, else [`DEFAULT_CONTEXT`].
+    fn context_size(&self) -> u64 {
+        self.client
+            .server()
+            .and_then(|s| s.n_ctx)
+            .filter(|n| *n > 0)
+            .or(self.cfg.context)
+            .unwrap_or(DEFAULT_CONTEXT)
+    }
+
+    /// When the last prompt filled more than [`ELIDE_AT`] percent of the context, replaces the oldest large
+    /// tool outputs the model has already seen with a short placeholder, in one step that frees enough to get
+    /// under [`ELIDE_TO`] percent (estimated from the last prompt's tokens per byte). Doing it rarely and in
+    /// one go keeps the server's cached prefix valid between elisions.
+    fn elide(&mut self) {
+        let context = self.context_size();
+        if self.last_prompt.saturating_mul(100) <= context.saturating_mul(ELIDE_AT) {
+            return;
+        }
+        let seen = self.sent.min(self.messages.len());
+        let bytes: usize = self.messages[..seen]
+            .iter()
+            .map(|m| m.to_openai().to_string().len())
+            .sum();
+        if bytes == 0 {
+            return;
+        }
+        let per_byte = self.last_prompt as f64 / bytes as f64;
+        let need = self
+            .last_prompt
+            .saturating_sub(context.saturating_mul(ELIDE_TO) / 100) as f64;
+        let mut freed = 0.0;
+        let mut elided = Vec::new();
+        for i in 0..seen {
+            if freed >= need {
+                break;
+            }
+            let placeholder = match &self.messages[i] {
+                ChatMessage::Tool {
+                    tool_call_id,
+                    name,
+                    content,
+                } if content.len() > ELIDE_MIN_BYTES && !content.starts_with("[output of ") => {
+                    let detail = call_detail(&self.messages[..i], tool_call_id);
+                    format!(
+                        "[output of {name}{detail} elided to save context; call it again if you need it]"
+                    )
+                }
+                _ => continue,
+            };
+            if let ChatMessage::Tool { name, content, .. } = &mut self.messages[i] {
+                freed += content.len().saturating_sub(placeholder.len()) as f64 * per_byte;
+                elided.push(json!({"index": i, "name": name, "bytes": content.len()}));
+                *content = placeholder;
+            }
+        }
+        if elided.is_empty() {
+            return;
+        }
+        self.transcript.event(
+            "elided",
+            json!({"turn": self.turns, "prompt_tokens": self.last_prompt, "context": context,
+                   "estimated_tokens": freed as u64, "messages": elided}),
+        );
+        // The new text of those messages, so that a resumed run sends the same prefix.
+        for e in &elided {
+            if let Some(i) = e.get("index").and_then(Value::as_u64) {
+                let i = i as usize;
+                self.transcript.event(
+                    "message",
+                    json!({"index": i, "message": self.messages[i].to_openai()}),
+                );
+            }
+        }
+        self.ui.line(&format!(
+            "  context: prompt {} of {context} tokens; elided {} old tool output{} (~{} tokens)",
+            self.last_prompt,
+            elided.len(),
+            if elided.len() == 1 { "" } else { "s" },
+            freed as u64
+        ));
+    }
+
+    /// Writes the messages from the last request's end on as `message` events: the exact conversation, which
+    /// `--resume` rebuilds. A message written again (a loop message extended before it was sent) replaces the
+    /// earlier one with the same index.
+    fn log_messages(&mut self) {
+        for (i, m) in self.messages.iter().enumerate().skip(self.sent) {
+            self.transcript
+                .event("message", json!({"index": i, "message": m.to_openai()}));
+        }
+    }
+
     /// A user message from the loop itself.
     fn nudge(&mut self, kind: &str, text: &str) {
         self.transcript.event(
@@ -688,6 +843,50 @@ impl Agent<'_> {
             )),
             Verdict::Fail => Gated::Fail(repair_message(&report)),
         })
+    }
+}
+
+/// ` <path>` (or pattern, selector) of the call `id` in the assistant message before it, for placeholders.
+fn call_detail(before: &[ChatMessage], id: &str) -> String {
+    let call = before.iter().rev().find_map(|m| match m {
+        ChatMessage::Assistant { tool_calls, .. } => tool_calls.iter().find(|c| c.id == id),
+        _ => None,
+    });
+    call.and_then(|c| {
+        ["path", "pattern", "selector"]
+            .iter()
+            .find_map(|k| c.arguments.get(*k).and_then(Value::as_str))
+    })
+    .map(|d| format!(" {}", cap(d, 80)))
+    .unwrap_or_default()
+}
+
+/// What `--resume` starts from: the earlier run's transcript, unless that run finished.
+fn resumable(cfg: &Config) -> Result<transcript::Resumed> {
+    let records = cfg.workspaces.join(&cfg.task.id).join(".vouch");
+    if let Ok(text) = std::fs::read_to_string(records.join("report.json")) {
+        let status = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|r| r.get("status").and_then(Value::as_str).map(String::from));
+        if let Some(status @ ("verified" | "rejected" | "no-go")) = status.as_deref() {
+            return Err(VouchError::usage_hint(
+                format!(
+                    "the run of task `{}` finished ({status}); there is nothing to resume",
+                    cfg.task.id
+                ),
+                format!(
+                    "see {}; pass --fresh instead of --resume to start the task over",
+                    records.join("report.md").display()
+                ),
+            )
+            .into());
+        }
+    }
+    let path = records.join("transcript.jsonl");
+    if path.is_file() {
+        transcript::resume(&path)
+    } else {
+        Ok(transcript::Resumed::default())
     }
 }
 

@@ -1,5 +1,6 @@
 //! One module per subcommand; [`run`] dispatches and returns the exit code.
 
+pub mod clean;
 pub mod gate;
 pub mod profile;
 pub mod run;
@@ -16,5 +17,6 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Profile(args) => profile::run(args),
         Command::Toolcalls(args) => toolcalls::run(args),
         Command::Run(args) => run::run(*args),
+        Command::Clean(args) => clean::run(args),
     }
 }

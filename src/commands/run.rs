@@ -46,6 +46,8 @@ pub fn run(args: RunArgs) -> Result<i32> {
         profile: args.profile.clone().or_else(|| task.profile.clone()),
         workspaces: PathBuf::from("workspaces"),
         fresh: args.fresh,
+        resume: args.resume,
+        context: Some(args.context).filter(|n| *n > 0),
         model,
         rails: Rails {
             max_turns,

@@ -27,6 +27,10 @@ enum Answer {
     Status(u16),
     /// A 200 with this message, after a delay.
     Slow(std::time::Duration, Value),
+    /// A 200 with this message, reporting this many prompt tokens.
+    Tokens(u64, Value),
+    /// A 503 to be retried at once: a server that went away (five in a row exhaust the client's retries).
+    Dead,
 }
 
 #[derive(Clone, Default)]
@@ -56,6 +60,17 @@ impl Model {
             axum::serve(listener, app).await.unwrap();
         });
         Model { url, script, task }
+    }
+
+    /// Every answer was used, nothing was unexpected; returns every chat request, failed ones too.
+    fn finish_all(self) -> Vec<Value> {
+        self.task.abort();
+        let problems = self.script.problems.lock().unwrap().clone();
+        assert!(problems.is_empty(), "model server problems: {problems:#?}");
+        let left = self.script.answers.lock().unwrap().len();
+        assert_eq!(left, 0, "{left} scripted answers were never asked for");
+        let seen = self.script.seen.lock().unwrap();
+        seen.iter().map(|(r, _)| r.clone()).collect()
     }
 
     /// Every answer was used, nothing was unexpected; returns the chat requests that got a 200.
@@ -126,6 +141,14 @@ async fn answer(State(script): State<Script>, req: Request) -> Response {
                 ))
                 .unwrap()
         }
+        Some(Answer::Dead) => {
+            script.seen.lock().unwrap().push((body, Value::Null));
+            Response::builder()
+                .status(503)
+                .header("retry-after", "0")
+                .body(Body::from("gone"))
+                .unwrap()
+        }
         Some(Answer::Slow(delay, message)) => {
             script.seen.lock().unwrap().push((body, message.clone()));
             tokio::time::sleep(delay).await;
@@ -137,22 +160,26 @@ async fn answer(State(script): State<Script>, req: Request) -> Response {
                 ))
                 .unwrap()
         }
-        Some(Answer::Message(message)) => {
-            script.seen.lock().unwrap().push((body, message.clone()));
-            let reply = json!({
-                "id": "chatcmpl-test",
-                "object": "chat.completion",
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 10,
-                          "prompt_tokens_details": {"cached_tokens": 80}},
-            });
-            Response::builder()
-                .status(200)
-                .header("content-type", "application/json")
-                .body(Body::from(reply.to_string()))
-                .unwrap()
-        }
+        Some(Answer::Message(message)) => reply(&script, body, message, 100),
+        Some(Answer::Tokens(prompt, message)) => reply(&script, body, message, prompt),
     }
+}
+
+/// A 200 with `message`, reporting `prompt` prompt tokens (80 of them cached).
+fn reply(script: &Script, body: Value, message: Value, prompt: u64) -> Response {
+    script.seen.lock().unwrap().push((body, message.clone()));
+    let reply = json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": 10,
+                  "prompt_tokens_details": {"cached_tokens": 80}},
+    });
+    Response::builder()
+        .status(200)
+        .header("content-type", "application/json")
+        .body(Body::from(reply.to_string()))
+        .unwrap()
 }
 
 /// The request extends the previous one (nothing rewritten), its tool results pair one to one, in order,
@@ -200,7 +227,16 @@ fn check_history(body: &Value, previous: Option<&(Value, Value)>) -> Result<(), 
             .as_array()
             .cloned()
             .unwrap_or_default();
-        if messages.len() <= prev.len() || messages[..prev.len()] != prev[..] {
+        // The one rewrite allowed: an old tool output replaced by vouch's placeholder.
+        let same = |(new, old): (&Value, &Value)| {
+            new == old
+                || (new["role"] == "tool"
+                    && new["tool_call_id"] == old["tool_call_id"]
+                    && new["content"]
+                        .as_str()
+                        .is_some_and(|c| c.starts_with("[output of ") && c.contains(" elided ")))
+        };
+        if messages.len() <= prev.len() || !messages.iter().zip(prev.iter()).all(same) {
             return Err(
                 "the history was rewritten: the request does not extend the previous one".into(),
             );
@@ -945,6 +981,7 @@ fn run_help_documents_every_flag_the_examples_and_the_exit_codes() {
         "--profile",
         "--json",
         "--fresh",
+        "--resume",
         "--api-key-env",
         "--tool-mode",
         "--repair-cycles",
@@ -1051,4 +1088,280 @@ async fn ctrl_c_stops_the_run_with_a_report_and_exit_130() {
         json!(["incomplete", "cancelled"])
     );
     assert_untouched(&repo, &before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_server_died_is_resumed_with_the_same_conversation_and_verified() {
+    let repo = calc_repo();
+    let before = user_state(&repo);
+    repo.write(
+        "../resume-me.md",
+        "---\ntitle: add() subtracts\n---\nadd(2, 3) is -1.\n",
+    );
+    let task = repo.tmp.path().join("resume-me.md");
+    let task = task.to_str().unwrap();
+    let mut answers = vec![
+        call(1, "read_file", json!({"path": "calc.py"})),
+        call(
+            2,
+            "edit",
+            json!({"path": "calc.py", "old_string": "return a - b\n\n\ndef sub", "new_string": "return a + b\n\n\ndef sub"}),
+        ),
+    ];
+    answers.extend((0..5).map(|_| Answer::Dead));
+    let model = Model::start(answers).await;
+    let run = vouch_run(&repo, &model, &["--task", task]).await;
+    let first = model.finish_all();
+    assert_eq!(run.code, 3, "{}", explain(&run));
+    let r = report(&repo, "resume-me");
+    assert_eq!(
+        json!([r["status"], r["stop_reason"]]),
+        json!(["error", "model-error"])
+    );
+    let ws = workspace(&repo, "resume-me");
+    assert_eq!(std::fs::read_to_string(ws.join("calc.py")).unwrap(), FIXED);
+    let died = first.last().unwrap().clone();
+
+    // --resume and --fresh do not go together.
+    let model = Model::start(vec![]).await;
+    let both = vouch_run(&repo, &model, &["--task", task, "--resume", "--fresh"]).await;
+    model.finish();
+    assert_eq!(both.code, 2, "{}", explain(&both));
+
+    // A new server: the run goes on from the conversation as it was sent, and finishes.
+    let model = Model::start(vec![
+        call(
+            3,
+            "write_file",
+            json!({"path": "test_add.py", "content": NEW_TEST}),
+        ),
+        call(
+            4,
+            "submit",
+            json!({"verdict": "GO", "summary": "add() adds now."}),
+        ),
+    ])
+    .await;
+    let resumed = vouch_run(&repo, &model, &["--task", task, "--resume"]).await;
+    let requests = model.finish();
+    assert_eq!(resumed.code, 0, "{}", explain(&resumed));
+    assert_eq!(requests.len(), 2);
+    // Nothing rewritten, nothing added: the server's prompt cache holds the whole prefix.
+    assert_eq!(requests[0]["messages"], died["messages"]);
+    let sent = died["messages"].as_array().unwrap();
+    let next = requests[1]["messages"].as_array().unwrap();
+    assert_eq!(&next[..sent.len()], &sent[..]);
+    let r = report(&repo, "resume-me");
+    assert_eq!(
+        json!([
+            r["status"],
+            r["turns"],
+            r["tokens"]["prompt"],
+            r["gate"]["verdict"]
+        ]),
+        json!(["verified", 4, 400, "pass"])
+    );
+    assert_eq!(repo.git(&["show", "vouch/resume-me:calc.py"]), FIXED.trim());
+    let events = transcript(&repo, "resume-me");
+    assert_eq!(events.iter().filter(|e| e["event"] == "resume").count(), 1);
+
+    // A finished run is not resumed.
+    let model = Model::start(vec![]).await;
+    let again = vouch_run(&repo, &model, &["--task", task, "--resume"]).await;
+    model.finish();
+    assert_eq!(again.code, 2, "{}", explain(&again));
+    assert!(
+        again.stderr.contains("finished (verified)"),
+        "{}",
+        again.stderr
+    );
+    assert_untouched(&repo, &before);
+}
+
+#[test]
+fn resume_without_a_workspace_is_a_usage_error() {
+    let repo = calc_repo();
+    let run = repo.vouch(&[
+        "run",
+        "--repo",
+        repo.dir.to_str().unwrap(),
+        "--prompt",
+        "never ran",
+        "--resume",
+        "--endpoint",
+        "http://127.0.0.1:9",
+    ]);
+    assert_eq!(run.code, 2, "{}", explain(&run));
+    assert!(run.stderr.contains("no workspace"), "{}", run.stderr);
+}
+
+/// A run that fixes add() with a biting test and is verified, as task `id`.
+async fn verified_run(repo: &Repo, id: &str) {
+    let model = Model::start(vec![
+        call(
+            1,
+            "write_file",
+            json!({"path": "calc.py", "content": FIXED}),
+        ),
+        call(
+            2,
+            "write_file",
+            json!({"path": "test_add.py", "content": NEW_TEST}),
+        ),
+        call(3, "submit", json!({"verdict": "GO", "summary": "fixed"})),
+    ])
+    .await;
+    let run = vouch_run(repo, &model, &["--prompt", id]).await;
+    model.finish();
+    assert_eq!(run.code, 0, "{}", explain(&run));
+}
+
+fn vouch_clean(repo: &Repo, args: &[&str]) -> Run {
+    let mut full = vec!["clean", "--repo", repo.dir.to_str().unwrap()];
+    full.extend_from_slice(args);
+    repo.vouch(&full)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clean_keeps_unmerged_work_without_force_and_removes_merged_workspaces() {
+    let repo = calc_repo();
+    let before = user_state(&repo);
+    verified_run(&repo, "unmerged").await;
+    let ws = workspace(&repo, "unmerged");
+    assert!(ws.is_dir());
+
+    // Unmerged: kept, and the reason is given.
+    let run = vouch_clean(&repo, &[]);
+    assert_eq!(run.code, 0, "{}", explain(&run));
+    assert!(
+        run.stdout
+            .contains("kept     unmerged: branch vouch/unmerged has 1 commit not in main"),
+        "{}",
+        run.stdout
+    );
+    assert!(ws.is_dir());
+    assert!(repo
+        .git(&["branch", "--list", "vouch/unmerged"])
+        .contains("vouch/unmerged"));
+
+    // Uncommitted changes are kept too.
+    std::fs::write(ws.join("calc.py"), CALC).unwrap();
+    let run = vouch_clean(&repo, &["unmerged"]);
+    assert!(
+        run.stdout.contains("1 uncommitted change in"),
+        "{}",
+        run.stdout
+    );
+    assert!(ws.is_dir());
+
+    // --force removes the worktree, its registration and the branch.
+    let run = vouch_clean(&repo, &["--force", "unmerged"]);
+    assert_eq!(run.code, 0, "{}", explain(&run));
+    assert!(run.stdout.contains("removed  unmerged"), "{}", run.stdout);
+    assert!(!ws.exists());
+    assert_eq!(repo.git(&["branch", "--list", "vouch/*"]), "");
+    assert_eq!(
+        repo.git(&["worktree", "list", "--porcelain"])
+            .matches("worktree ")
+            .count(),
+        1
+    );
+    assert_untouched(&repo, &before);
+
+    // Merged: removed without --force; the checkout stays as it was.
+    verified_run(&repo, "merged").await;
+    repo.git(&["merge", "--ff-only", "vouch/merged"]);
+    let merged = user_state(&repo);
+    let run = vouch_clean(&repo, &[]);
+    assert_eq!(run.code, 0, "{}", explain(&run));
+    assert!(run.stdout.contains("removed  merged"), "{}", run.stdout);
+    assert!(run.stdout.contains("1 removed, 0 kept"), "{}", run.stdout);
+    assert!(!workspace(&repo, "merged").exists());
+    assert_eq!(repo.git(&["branch", "--list", "vouch/*"]), "");
+    let after = user_state(&repo);
+    for (path, bytes) in merged
+        .iter()
+        .filter(|(p, _)| !p.starts_with(repo.dir.join(".git")))
+    {
+        assert!(after.get(path) == Some(bytes), "{} changed", path.display());
+    }
+
+    // A task without a workspace is a usage error.
+    let run = vouch_clean(&repo, &["nothing-here"]);
+    assert_eq!(run.code, 2, "{}", explain(&run));
+    assert!(run.stderr.contains("nothing-here"), "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_context_elides_the_oldest_big_tool_output_once_and_keeps_the_prefix_after() {
+    let repo = calc_repo();
+    let line = |i: usize| format!("VALUE_{i:05} = \"{}\"\n", "x".repeat(30));
+    let big1: String = (0..500).map(line).collect();
+    let big2: String = (0..200).map(line).collect();
+    repo.write("big1.py", &big1);
+    repo.write("big2.py", &big2);
+    repo.commit("big files");
+    let tokens = |n: u64, answer: Answer| match answer {
+        Answer::Message(m) => Answer::Tokens(n, m),
+        other => other,
+    };
+    let model = Model::start(vec![
+        tokens(100, call(1, "read_file", json!({"path": "big1.py"}))),
+        tokens(200, call(2, "read_file", json!({"path": "big2.py"}))),
+        // 81% of the context: before the next request the oldest big output goes.
+        tokens(810, call(3, "list_files", json!({}))),
+        tokens(400, call(4, "search", json!({"pattern": "add"}))),
+        tokens(
+            450,
+            call(5, "submit", json!({"verdict": "NO-GO", "summary": "no"})),
+        ),
+    ])
+    .await;
+    let run = vouch_run(
+        &repo,
+        &model,
+        &[
+            "--prompt",
+            "elide",
+            "--context",
+            "1000",
+            "--tool-mode",
+            "native",
+        ],
+    )
+    .await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    assert_eq!(requests.len(), 5);
+    let tool = |req: &Value, id: &str| -> String {
+        req["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["tool_call_id"] == id)
+            .and_then(|m| m["content"].as_str())
+            .unwrap()
+            .to_string()
+    };
+    assert!(tool(&requests[2], "call_1_0").contains("VALUE_00499"));
+    assert_eq!(
+        tool(&requests[3], "call_1_0"),
+        "[output of read_file big1.py elided to save context; call it again if you need it]"
+    );
+    // One step: the newer big output stays, since eliding the oldest frees enough.
+    assert!(tool(&requests[3], "call_2_0").contains("VALUE_00199"));
+    // After the step the prefix holds again.
+    let third = requests[3]["messages"].as_array().unwrap();
+    let fourth = requests[4]["messages"].as_array().unwrap();
+    assert_eq!(&fourth[..third.len()], &third[..]);
+    let events = transcript(&repo, "elide");
+    let elided: Vec<&Value> = events.iter().filter(|e| e["event"] == "elided").collect();
+    assert_eq!(elided.len(), 1, "{elided:#?}");
+    assert_eq!(elided[0]["context"], 1000);
+    assert_eq!(elided[0]["messages"][0]["name"], "read_file");
+    assert!(
+        run.stderr.contains("elided 1 old tool output"),
+        "{}",
+        run.stderr
+    );
 }

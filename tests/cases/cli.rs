@@ -19,6 +19,7 @@ fn every_flag_of_every_command_has_help_text() {
         vec!["profile", "--help"],
         vec!["toolcalls", "parse", "--help"],
         vec!["run", "--help"],
+        vec!["clean", "--help"],
     ] {
         let text = help(&cmd);
         for line in text.lines() {
