@@ -36,7 +36,11 @@ impl Transcript {
         if let (Some(o), Value::Object(f)) = (obj.as_object_mut(), fields) {
             o.extend(f);
         }
-        if let Err(e) = writeln!(self.file, "{obj}") {
+        // One whole line per write: a crash leaves only complete events behind, and writing through a
+        // formatter into an unbuffered file cost hundreds of small writes per turn.
+        let mut line = serde_json::to_vec(&obj).unwrap_or_default();
+        line.push(b'\n');
+        if let Err(e) = self.file.write_all(&line) {
             tracing::warn!("cannot write the transcript {}: {e}", self.path.display());
         }
     }
