@@ -71,6 +71,7 @@ Examples:
 
 The work happens in workspaces/<task-id>/, a git worktree on branch vouch/<task-id>; your checkout is not touched.
 Records: workspaces/<task-id>/.vouch/{transcript.jsonl,report.json,report.md}.
+Settings, strongest first: flags, VOUCH_* variables, <repo>/vouch.toml, ~/.config/vouch/vouch.toml, defaults.
 Exit codes: 0 verified, 1 rejected, no-go or incomplete, 2 usage error, 3 infrastructure or model error, 130 interrupted.";
 
 const GATE_EXAMPLES: &str = "\
@@ -215,7 +216,8 @@ pub struct ProfileArgs {
 }
 
 /// How tool calls are requested from the model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ToolModeArg {
     /// Send `tools`; recover calls leaked into the reply text.
     Native,
@@ -236,7 +238,7 @@ impl From<ToolModeArg> for crate::model::ToolMode {
 }
 
 #[derive(Debug, Clone, Args)]
-#[command(group(clap::ArgGroup::new("what").required(true).args(["task", "prompt"])))]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["task", "prompt", "issue"])))]
 pub struct RunArgs {
     /// A task file: Markdown with front matter (title, repo, base, profile, scope, max_turns) and the issue as body.
     #[arg(long, value_name = "FILE")]
@@ -246,6 +248,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "TEXT")]
     pub prompt: Option<String>,
 
+    /// A forge issue as OWNER/REPO#N; not built yet, so save the issue as a task file instead.
+    #[arg(long, value_name = "OWNER/REPO#N")]
+    pub issue: Option<String>,
+
     /// The repository to work on (any directory inside it); only a branch and a worktree are added [default: the task's repo, else .].
     #[arg(long, value_name = "DIR")]
     pub repo: Option<PathBuf>,
@@ -254,39 +260,30 @@ pub struct RunArgs {
     #[arg(long, value_name = "REV")]
     pub base: Option<String>,
 
-    /// The model server's OpenAI-compatible base URL.
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "VOUCH_ENDPOINT",
-        default_value = "http://127.0.0.1:8080"
-    )]
-    pub endpoint: String,
+    /// The model server's OpenAI-compatible base URL [env: VOUCH_ENDPOINT] [default: vouch.toml's endpoint, else http://127.0.0.1:8080].
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
 
-    /// The model name sent with each request (llama-server ignores it; vLLM and Ollama need it).
-    #[arg(
-        long,
-        value_name = "NAME",
-        env = "VOUCH_MODEL",
-        default_value = "local"
-    )]
-    pub model: String,
+    /// The model name sent with each request (llama-server ignores it; vLLM and Ollama need it) [env: VOUCH_MODEL] [default: vouch.toml's model, else local].
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
 
-    /// The name of the environment variable holding the server's API key (the key itself is never a flag).
-    #[arg(long, value_name = "NAME", env = "VOUCH_API_KEY_ENV")]
+    /// The name of the environment variable holding the server's API key (the key itself is never a flag) [env: VOUCH_API_KEY_ENV].
+    #[arg(long, value_name = "NAME")]
     pub api_key_env: Option<String>,
 
-    /// How tool calls are requested: native tool calls, constrained JSON replies, or auto.
-    #[arg(long, value_name = "MODE", value_enum, default_value_t = ToolModeArg::Auto)]
-    pub tool_mode: ToolModeArg,
+    /// How tool calls are requested: native tool calls, constrained JSON replies, or auto [default: vouch.toml's tool_mode, else auto].
+    #[arg(long, value_name = "MODE", value_enum)]
+    pub tool_mode: Option<ToolModeArg>,
 
-    /// Stop after this many model turns [default: the task's max_turns, else 50].
+    /// Stop after this many model turns [default: the task's max_turns, else vouch.toml's, else 50].
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
 
     /// Turns without a successful edit before only edit, write_file and submit are offered (3 more turns, then the run stops as stalled).
-    #[arg(long, value_name = "N", default_value_t = 15)]
-    pub stall_turns: u32,
+    /// [default: vouch.toml's stall_turns, else 15]
+    #[arg(long, value_name = "N")]
+    pub stall_turns: Option<u32>,
 
     /// Stop the run after this much wall time (e.g. 30m, 2h).
     #[arg(long, value_name = "DURATION")]
@@ -297,24 +294,38 @@ pub struct RunArgs {
     pub token_budget: Option<u64>,
 
     /// How many times a change the gate rejects goes back to the model for repair.
-    #[arg(long, value_name = "N", default_value_t = 2)]
-    pub repair_cycles: u32,
+    /// [default: vouch.toml's repair_cycles, else 2]
+    #[arg(long, value_name = "N")]
+    pub repair_cycles: Option<u32>,
 
     /// A preset name (rust, go, python, node) or a profile TOML file for run_tests and the gate [default: the task's, else detected].
     #[arg(long, value_name = "NAME|FILE")]
     pub profile: Option<String>,
 
-    /// Author of the agent's commit, as `Name <email>` [default: the repository's git config, else vouch <vouch@localhost>].
+    /// Author of the agent's commit, as `Name <email>` [default: vouch.toml's author, else the repository's git config, else vouch <vouch@localhost>].
     #[arg(long, value_name = "NAME <EMAIL>")]
     pub author: Option<String>,
+
+    /// Add a `Signed-off-by:` trailer with the author to the agent's commit (also `signoff = true` in vouch.toml).
+    #[arg(long)]
+    pub signoff: bool,
+
+    /// Offer the model a `shell` tool (sh -c in the worktree, secrets scrubbed from its environment).
+    #[arg(long)]
+    pub allow_shell: bool,
+
+    /// Timeout of each `shell` command (e.g. 30s, 5m); the command's process group is killed.
+    #[arg(long, value_name = "DURATION", default_value = "120s")]
+    pub shell_timeout: String,
 
     /// Also write the run's JSON report to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
     /// The model's context size in tokens, used when the server does not tell (llama-server's /props does); old tool outputs are elided past 80% of it.
-    #[arg(long, value_name = "N", default_value_t = crate::agent::DEFAULT_CONTEXT)]
-    pub context: u64,
+    /// [default: vouch.toml's context, else 32768]
+    #[arg(long, value_name = "N")]
+    pub context: Option<u64>,
 
     /// Remove the task's existing worktree and branch vouch/<task-id> first.
     #[arg(long, conflicts_with = "resume")]

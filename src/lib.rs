@@ -11,6 +11,7 @@
 pub mod agent;
 pub mod cli;
 pub mod commands;
+pub mod config;
 pub mod error;
 pub mod gate;
 pub mod git;

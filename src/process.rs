@@ -115,8 +115,20 @@ fn stderr_path(spec: &Spec) -> PathBuf {
 
 /// Runs `spec` to the end, a timeout, or cancellation. An `Err` means the process could not be started.
 pub async fn run(spec: &Spec, cancel: &CancellationToken) -> Result<Outcome> {
+    run_with(spec, cancel, false).await
+}
+
+/// As [`run`], but the child gets only `spec.env`, none of vouch's own environment.
+pub async fn run_clean_env(spec: &Spec, cancel: &CancellationToken) -> Result<Outcome> {
+    run_with(spec, cancel, true).await
+}
+
+async fn run_with(spec: &Spec, cancel: &CancellationToken, clear_env: bool) -> Result<Outcome> {
     let (program, args) = spec.argv.split_first().context("empty command line")?;
     let mut cmd = tokio::process::Command::new(program);
+    if clear_env {
+        cmd.env_clear();
+    }
     cmd.args(args)
         .current_dir(&spec.cwd)
         .stdin(Stdio::null())

@@ -18,6 +18,7 @@
 
 pub mod prompt;
 pub mod report;
+pub mod shell;
 pub mod task;
 pub mod testrun;
 pub mod transcript;
@@ -112,6 +113,10 @@ pub struct Config {
     pub rails: Rails,
     /// `Name <email>` for the commit [default: the repository's git config, else vouch's].
     pub author: Option<String>,
+    /// Add a `Signed-off-by:` trailer with the author to the commit.
+    pub signoff: bool,
+    /// Offer the `shell` tool, with this timeout per command (`--allow-shell`, `--shell-timeout`).
+    pub shell: Option<Duration>,
     /// The gate's cache root.
     pub cache: PathBuf,
 }
@@ -183,6 +188,14 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         )
     });
     let tools = Tools::standard(Workspace::new(&wt.dir)?);
+    let shell = cfg.shell.map(|timeout| {
+        shell::ShellRunner::new(
+            wt.dir.clone(),
+            records.join("logs"),
+            timeout,
+            cfg.model.api_key_env.as_deref(),
+        )
+    });
     ui.line(&format!(
         "vouch run {}: {}worktree {} on branch {} from {}",
         cfg.task.id,
@@ -209,6 +222,7 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         client,
         tools,
         tests,
+        shell,
         wt,
         transcript,
         messages,
@@ -293,6 +307,8 @@ struct Agent<'a> {
     client: Client,
     tools: Tools,
     tests: Option<TestRunner>,
+    /// The `shell` tool, when it is allowed.
+    shell: Option<shell::ShellRunner>,
     wt: Worktree,
     transcript: Transcript,
     messages: Vec<ChatMessage>,
@@ -499,7 +515,7 @@ impl Agent<'_> {
     /// One request to the model; `Err` is the reason to stop.
     async fn turn(&mut self, rails: &Rails) -> Result<ChatTurn, StopReason> {
         let all = crate::toolcall::agent_tools();
-        let offered: Vec<Value> = all
+        let mut offered: Vec<Value> = all
             .as_array()
             .into_iter()
             .flatten()
@@ -511,6 +527,9 @@ impl Agent<'_> {
             })
             .cloned()
             .collect();
+        if self.shell.is_some() && self.forcing.is_none() {
+            offered.push(shell::definition());
+        }
         self.elide();
         self.log_messages();
         self.sent = self.messages.len();
@@ -647,6 +666,13 @@ impl Agent<'_> {
                     },
                 }
             }
+            shell::NAME if self.shell.is_some() => match self.shell.as_mut() {
+                Some(runner) => {
+                    let out = runner.run(args, self.cancel).await;
+                    (out.ok, out.text)
+                }
+                None => (false, "shell is not available.".to_string()),
+            },
             _ => {
                 let out = self.tools.dispatch(name, args);
                 (out.ok, out.text)
@@ -784,6 +810,13 @@ impl Agent<'_> {
             message.push_str("\n\n");
         }
         message.push_str("Agent-Verdict: GO\n");
+        if self.cfg.signoff {
+            message.push_str(&format!(
+                "Signed-off-by: {} <{}>\n",
+                String::from_utf8_lossy(author.name_bytes()),
+                String::from_utf8_lossy(author.email_bytes())
+            ));
+        }
         let Some(oid) = self.wt.commit(&message, &author)? else {
             self.transcript
                 .event("commit", json!({"commit": null, "note": "nothing changed"}));

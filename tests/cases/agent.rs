@@ -344,6 +344,15 @@ fn assert_untouched(repo: &Repo, before: &BTreeMap<PathBuf, Vec<u8>>) {
 
 /// Runs `vouch run` against the scripted model, off the async runtime that serves it.
 async fn vouch_run(repo: &Repo, model: &Model, args: &[&str]) -> Run {
+    vouch_run_env(repo, model, args, &[]).await
+}
+
+/// [`vouch_run`] with extra environment variables for vouch.
+async fn vouch_run_env(repo: &Repo, model: &Model, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let mut full: Vec<String> = vec![
         "run".into(),
         "--repo".into(),
@@ -361,11 +370,13 @@ async fn vouch_run(repo: &Repo, model: &Model, args: &[&str]) -> Run {
             .args(&full)
             .current_dir(&tmp)
             .env("VOUCH_CACHE", &cache)
+            .env("XDG_CONFIG_HOME", tmp.join("config"))
             .env_remove("RUST_LOG")
             .env_remove("VOUCH_ENDPOINT")
             .env_remove("VOUCH_MODEL")
             .env_remove("VOUCH_API_KEY_ENV")
             .envs(crate::util::git_env())
+            .envs(env)
             .output()
             .unwrap();
         Run {
@@ -1023,6 +1034,110 @@ fn run_needs_a_task_or_a_prompt_and_a_bad_task_file_is_a_usage_error() {
     );
 }
 
+#[test]
+fn issue_is_checked_for_form_and_then_refused_until_the_forge_is_built() {
+    let repo = calc_repo();
+    let dir = repo.dir.to_str().unwrap();
+    let run = repo.vouch(&["run", "--repo", dir, "--issue", "acme/calc#12"]);
+    assert_eq!(run.code, 2, "{}", explain(&run));
+    assert!(
+        run.stderr
+            .contains("fetching issues from a forge is not built yet; save the issue text to a task file (tasks/NAME.md) and pass --task"),
+        "{}",
+        run.stderr
+    );
+    let run = repo.vouch(&["run", "--repo", dir, "--issue", "calc-12"]);
+    assert_eq!(run.code, 2, "{}", explain(&run));
+    assert!(run.stderr.contains("OWNER/REPO#N"), "{}", run.stderr);
+    let run = repo.vouch(&[
+        "run",
+        "--repo",
+        dir,
+        "--issue",
+        "acme/calc#12",
+        "--prompt",
+        "x",
+    ]);
+    assert_eq!(run.code, 2, "{}", explain(&run));
+}
+
+fn offered_tools(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t.pointer("/function/name").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shell_is_offered_only_with_allow_shell() {
+    let repo = calc_repo();
+    let model = Model::start(vec![call(
+        1,
+        "submit",
+        json!({"verdict": "NO-GO", "summary": "no"}),
+    )])
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "no shell"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let tools = offered_tools(&requests[0]);
+    assert!(tools.contains(&"edit".to_string()), "{tools:?}");
+    assert!(!tools.contains(&"shell".to_string()), "{tools:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shell_runs_in_the_worktree_without_secrets_and_is_killed_on_timeout() {
+    let repo = calc_repo();
+    let before = user_state(&repo);
+    let model = Model::start(vec![
+        call(
+            1,
+            "shell",
+            json!({"command": "echo token=$MY_API_TOKEN; echo key=$LLM_SERVER; pwd; sleep 30"}),
+        ),
+        call(2, "submit", json!({"verdict": "NO-GO", "summary": "no"})),
+    ])
+    .await;
+    let started = std::time::Instant::now();
+    let run = vouch_run_env(
+        &repo,
+        &model,
+        &[
+            "--prompt",
+            "shell",
+            "--allow-shell",
+            "--shell-timeout",
+            "2s",
+            "--api-key-env",
+            "LLM_SERVER",
+        ],
+        &[
+            ("MY_API_TOKEN", "s3cr3t-value"),
+            ("LLM_SERVER", "k3y-value"),
+        ],
+    )
+    .await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    assert!(started.elapsed() < std::time::Duration::from_secs(25));
+    assert!(offered_tools(&requests[0]).contains(&"shell".to_string()));
+    let results = tool_results(&requests[1]);
+    let out = &results[0].1;
+    assert!(out.contains("token=\n"), "{out}");
+    assert!(!out.contains("s3cr3t-value"), "{out}");
+    assert!(!out.contains("k3y-value"), "{out}");
+    let wt = workspace(&repo, "shell").canonicalize().unwrap();
+    assert!(out.contains(wt.to_str().unwrap()), "{out}");
+    assert!(out.contains("timed out after 2s"), "{out}");
+    assert_untouched(&repo, &before);
+}
+
 fn slow(secs: u64, answer: Answer) -> Answer {
     match answer {
         Answer::Message(m) => Answer::Slow(std::time::Duration::from_secs(secs), m),
@@ -1197,6 +1312,10 @@ fn resume_without_a_workspace_is_a_usage_error() {
 
 /// A run that fixes add() with a biting test and is verified, as task `id`.
 async fn verified_run(repo: &Repo, id: &str) {
+    verified_run_with(repo, id, &[]).await;
+}
+
+async fn verified_run_with(repo: &Repo, id: &str, args: &[&str]) {
     let model = Model::start(vec![
         call(
             1,
@@ -1211,9 +1330,107 @@ async fn verified_run(repo: &Repo, id: &str) {
         call(3, "submit", json!({"verdict": "GO", "summary": "fixed"})),
     ])
     .await;
-    let run = vouch_run(repo, &model, &["--prompt", id]).await;
+    let mut full = vec!["--prompt", id];
+    full.extend_from_slice(args);
+    let run = vouch_run(repo, &model, &full).await;
     model.finish();
     assert_eq!(run.code, 0, "{}", explain(&run));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signoff_adds_a_signed_off_by_trailer_with_the_author() {
+    let repo = calc_repo();
+    verified_run_with(&repo, "signed", &["--signoff"]).await;
+    let message = repo.git(&["log", "-1", "--format=%B", "vouch/signed"]);
+    assert!(
+        message.contains("Agent-Verdict: GO\nSigned-off-by: Agent <agent@example.com>"),
+        "{message}"
+    );
+    // From vouch.toml too; without either there is no trailer.
+    repo.write("vouch.toml", "signoff = true\n");
+    verified_run(&repo, "signed-by-file").await;
+    let message = repo.git(&["log", "-1", "--format=%B", "vouch/signed-by-file"]);
+    assert!(
+        message.contains("Signed-off-by: Agent <agent@example.com>"),
+        "{message}"
+    );
+    std::fs::remove_file(repo.dir.join("vouch.toml")).unwrap();
+    verified_run(&repo, "unsigned").await;
+    let message = repo.git(&["log", "-1", "--format=%B", "vouch/unsigned"]);
+    assert!(!message.contains("Signed-off-by"), "{message}");
+}
+
+/// One run that stops after its only turn; returns the model name the request carried and the report.
+async fn one_turn_model(
+    repo: &Repo,
+    id: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (String, Value) {
+    let model = Model::start(vec![call(1, "list_files", json!({}))]).await;
+    let mut full = vec!["--prompt", id];
+    full.extend_from_slice(args);
+    let run = vouch_run_env(repo, &model, &full, env).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let name = requests[0]["model"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    (name, report(repo, id))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vouch_toml_sits_below_the_environment_and_the_flags() {
+    let repo = calc_repo();
+    repo.write("vouch.toml", "max_turns = 1\nmodel = \"from-file\"\n");
+    let (model, r) = one_turn_model(&repo, "file", &[], &[]).await;
+    assert_eq!(model, "from-file");
+    assert_eq!(
+        json!([r["max_turns"], r["stop_reason"]]),
+        json!([1, "max-turns"])
+    );
+    let (model, _) = one_turn_model(&repo, "env", &[], &[("VOUCH_MODEL", "from-env")]).await;
+    assert_eq!(model, "from-env");
+    let (model, _) = one_turn_model(
+        &repo,
+        "flag",
+        &["--model", "from-flag"],
+        &[("VOUCH_MODEL", "from-env")],
+    )
+    .await;
+    assert_eq!(model, "from-flag");
+    // The user's file is below the repository's.
+    let user = repo.tmp.path().join("config/vouch/vouch.toml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(&user, "model = \"from-user\"\nstall_turns = 9\n").unwrap();
+    let (model, _) = one_turn_model(&repo, "user", &[], &[]).await;
+    assert_eq!(model, "from-file");
+    std::fs::remove_file(repo.dir.join("vouch.toml")).unwrap();
+    let model_server = Model::start(vec![call(1, "list_files", json!({}))]).await;
+    let run = vouch_run(
+        &repo,
+        &model_server,
+        &["--prompt", "user-only", "--max-turns", "1"],
+    )
+    .await;
+    let requests = model_server.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    assert_eq!(requests[0]["model"], "from-user");
+}
+
+#[test]
+fn an_unknown_key_in_vouch_toml_is_a_usage_error_naming_it() {
+    let repo = calc_repo();
+    repo.write("vouch.toml", "max_turn = 3\n");
+    let config = repo.tmp.path().join("config");
+    let run = repo.vouch_env(
+        &["run", "--repo", repo.dir.to_str().unwrap(), "--prompt", "x"],
+        &[("XDG_CONFIG_HOME", config.to_str().unwrap())],
+    );
+    assert_eq!(run.code, 2, "{}", explain(&run));
+    assert!(run.stderr.contains("max_turn"), "{}", run.stderr);
+    assert!(run.stderr.contains("vouch.toml"), "{}", run.stderr);
 }
 
 fn vouch_clean(repo: &Repo, args: &[&str]) -> Run {
