@@ -1582,3 +1582,46 @@ async fn a_full_context_elides_the_oldest_big_tool_output_once_and_keeps_the_pre
         run.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_near_miss_edit_succeeds_through_the_cascade_and_an_ambiguous_one_fails_with_the_places()
+{
+    let repo = calc_repo();
+    let before = user_state(&repo);
+    let model = Model::start(vec![
+        // `return a - b` stands in add() and in sub(): ambiguous.
+        call(
+            1,
+            "edit",
+            json!({"path": "calc.py", "old_string": "    return a - b", "new_string": "    return a + b"}),
+        ),
+        // Trailing spaces and the wrong indentation: found by the cascade, and unique there.
+        call(
+            2,
+            "edit",
+            json!({"path": "calc.py", "old_string": "def add(a, b):  \n  return a - b", "new_string": "def add(a, b):\n  return a + b"}),
+        ),
+        call(
+            3,
+            "submit",
+            json!({"verdict": "NO-GO", "summary": "edited, not tested"}),
+        ),
+    ])
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "fix add by editing"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let first = tool_results(&requests[1]);
+    assert!(
+        first[0]
+            .1
+            .contains("old_string occurs 2 times in `calc.py` (at lines 2, 6)"),
+        "{first:?}"
+    );
+    let second = tool_results(&requests[2]);
+    assert!(second[0].1.starts_with("Edited calc.py"), "{second:?}");
+    let edited =
+        std::fs::read_to_string(workspace(&repo, "fix-add-by-editing").join("calc.py")).unwrap();
+    assert_eq!(edited, FIXED);
+    assert_untouched(&repo, &before);
+}
