@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The quick start: build vouch, make the example repository under workspaces/example, and gate two changes:
+# The quick start: build vouch, make the example repository under workspaces/example-repo, and gate two changes:
 # a real fix with a regression test (PASS), and a change that claims GO but breaks a test (FAIL, claim overturned).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,14 +20,11 @@ replace_body() {
   mv src/lib.rs.new src/lib.rs
 }
 
-echo "== creating workspaces/example from tasks/example/repo"
-rm -rf workspaces/example "$reports"
-mkdir -p workspaces/example "$reports"
-cp -r tasks/example/repo/. workspaces/example/
-cd workspaces/example
-git init -q -b main
-git add -A
-git commit -q -m "textstats: word and line counts"
+echo "== creating workspaces/example-repo from tasks/example/repo"
+rm -rf "$reports"
+mkdir -p "$reports"
+bash tasks/example/make-repo.sh
+cd workspaces/example-repo
 
 echo "== change 1: a real fix with a regression test"
 git switch -q -c fix/word-count
