@@ -331,6 +331,31 @@ async fn open_room(prep: &Prepared, sha: &str, placement: Placement) -> Result<R
     .context("room task")?
 }
 
+/// The bite room, holding the reverted tree of `plan`, and its places.
+async fn open_bite_room(
+    opts: &Options,
+    prep: &Prepared,
+    plan: &bite::Plan,
+) -> Result<(Room, Places)> {
+    let places = places(opts, prep, "bite")?;
+    let objects = prep.objects.clone();
+    let base = git2::Oid::from_str(&prep.base.sha)?;
+    let preserve = prep.profile.room.preserve.clone();
+    let files = plan.overlay.clone();
+    let placement = places.room.clone();
+    let room = tokio::task::spawn_blocking(move || {
+        Room::open(
+            &objects,
+            Target::Overlay { base, files },
+            placement,
+            &preserve,
+        )
+    })
+    .await
+    .context("room task")??;
+    Ok((room, places))
+}
+
 fn step_env(prep: &Prepared, room: &Room, places: &Places) -> StepEnv {
     StepEnv {
         room: room.dir().to_path_buf(),
@@ -1054,25 +1079,7 @@ impl GateRun<'_> {
                     "bite check: {} without the production change",
                     plural(run_ids.len(), "changed test")
                 ));
-                let places = places(self.opts, self.prep, "bite")?;
-                let objects = self.prep.objects.clone();
-                let base = git2::Oid::from_str(&self.prep.base.sha)?;
-                let preserve = self.prep.profile.room.preserve.clone();
-                let overlay = plan.overlay.clone();
-                let placement = places.room.clone();
-                let room = tokio::task::spawn_blocking(move || {
-                    Room::open(
-                        &objects,
-                        Target::Overlay {
-                            base,
-                            files: overlay,
-                        },
-                        placement,
-                        &preserve,
-                    )
-                })
-                .await
-                .context("room task")??;
+                let (room, places) = open_bite_room(self.opts, self.prep, &plan).await?;
                 let env = step_env(self.prep, &room, &places);
                 let limit = bite::timeout(&policy, step.timeout()?, head_duration);
                 let mut covered = BTreeSet::new();
@@ -1163,25 +1170,7 @@ impl GateRun<'_> {
         let pb = self
             .ui
             .start("bite check: the whole test command without the production change");
-        let bite_places = places(self.opts, self.prep, "bite")?;
-        let objects = self.prep.objects.clone();
-        let base = git2::Oid::from_str(&self.prep.base.sha)?;
-        let preserve = self.prep.profile.room.preserve.clone();
-        let overlay = plan.overlay.clone();
-        let placement = bite_places.room.clone();
-        let room = tokio::task::spawn_blocking(move || {
-            Room::open(
-                &objects,
-                Target::Overlay {
-                    base,
-                    files: overlay,
-                },
-                placement,
-                &preserve,
-            )
-        })
-        .await
-        .context("room task")??;
+        let (room, bite_places) = open_bite_room(self.opts, self.prep, plan).await?;
         let env = step_env(self.prep, &room, &bite_places);
         let (_, outcomes) = steps::run_selection(
             step,
