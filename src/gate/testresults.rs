@@ -165,6 +165,16 @@ pub fn select_argv(runner: Runner, argv: &[String], ids: &[String]) -> Option<Ve
 
 const MESSAGE_LIMIT: usize = 2048;
 
+/// How much output of one test or package is collected before it is cut into a message.
+const OUTPUT_LIMIT: usize = 64 * 1024;
+
+/// Appends `text` unless `buf` already holds [`OUTPUT_LIMIT`] bytes.
+fn push_capped(buf: &mut String, text: &str) {
+    if buf.len() < OUTPUT_LIMIT {
+        buf.push_str(text);
+    }
+}
+
 /// Trims blank lines around `text` and cuts it to about [`MESSAGE_LIMIT`] bytes (at a line end when one
 /// is near). None when nothing is left.
 fn clip_message(text: &str) -> Option<String> {
@@ -1122,10 +1132,7 @@ mod go {
             }
             if let Some(i) = compiler_output_of {
                 let out = &mut pkgs.list[i].build_output;
-                if out.len() < 64 * 1024 {
-                    out.push_str(line);
-                    out.push('\n');
-                }
+                super::push_capped(out, &format!("{line}\n"));
             }
         }
         results(pkgs)
@@ -1158,9 +1165,7 @@ mod go {
                 match event.action.as_str() {
                     "output" => {
                         if let Some(out) = &event.output {
-                            if test.output.len() < 64 * 1024 {
-                                test.output.push_str(out);
-                            }
+                            super::push_capped(&mut test.output, out);
                         }
                     }
                     action => {
@@ -1174,9 +1179,7 @@ mod go {
             None => match event.action.as_str() {
                 "output" => {
                     if let Some(out) = &event.output {
-                        if pkg.output.len() < 64 * 1024 {
-                            pkg.output.push_str(out);
-                        }
+                        super::push_capped(&mut pkg.output, out);
                     }
                 }
                 action => {

@@ -80,11 +80,7 @@ impl Scripted {
             ..Script::default()
         };
         let app = Router::new().fallback(answer).with_state(script.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let task = tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
-        });
+        let (url, task) = crate::util::serve(app).await;
         Scripted { url, script, task }
     }
 

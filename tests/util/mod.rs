@@ -248,3 +248,13 @@ pub fn preset(name: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 pub mod llama;
+
+/// Serves `app` on a free loopback port; returns its base URL and the server task (abort it when done).
+pub async fn serve(app: axum::Router) -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    (url, task)
+}
