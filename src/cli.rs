@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::gate::outcome::Claim;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Hand backlog issues to a local coding model; merge only what an independent gate has proven.
@@ -89,17 +90,6 @@ Examples:
   vouch profile                 the profile `vouch gate` would use for the repository here
   vouch profile --name rust     the shipped Rust preset
   vouch profile --list          the shipped presets";
-
-/// The verdict an agent (or a person) claims for a change.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
-pub enum Claim {
-    #[value(name = "GO", alias = "go")]
-    #[serde(rename = "GO")]
-    Go,
-    #[value(name = "NO-GO", alias = "no-go")]
-    #[serde(rename = "NO-GO")]
-    NoGo,
-}
 
 #[derive(Debug, Clone, Args)]
 pub struct GateArgs {

@@ -87,7 +87,7 @@ pub fn tree_id(repo: &Repository, commit: Oid) -> Result<Oid> {
 }
 
 /// How a path changed between base and head.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChangeKind {
     Added,

@@ -30,10 +30,9 @@ use anyhow::{Context, Result};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::Claim;
 use crate::error::VouchError;
+use crate::gate::outcome::{BiteStatus, Claim, Rule, Verdict};
 use crate::gate::profile::Profile;
-use crate::gate::report::Verdict;
 use crate::model::{ChatMessage, ChatRequest, ChatTurn, Client, ModelConfig};
 use crate::tools::{Tools, Workspace};
 use crate::ui::Ui;
@@ -857,11 +856,7 @@ impl Agent<'_> {
         self.gate = Some(value);
         self.ui.line(&format!(
             "  gate: {}{}",
-            match report.verdict {
-                Verdict::Pass => "pass",
-                Verdict::Fail => "fail",
-                Verdict::Error => "error",
-            },
+            report.verdict.name(),
             if report.reasons.is_empty() {
                 String::new()
             } else {
@@ -942,29 +937,21 @@ pub fn repair_message(report: &crate::gate::report::Report) -> String {
         }
     }
     let bite = &report.bite;
-    let bite_status = bite.get("status").and_then(Value::as_str).unwrap_or("");
-    if matches!(bite_status, "no-bite" | "removed-tests" | "weakened-tests")
-        || bite
-            .get("reasons")
-            .and_then(Value::as_array)
-            .is_some_and(|r| !r.is_empty())
-    {
+    let bite_failed = report.findings.iter().any(|f| {
+        matches!(
+            f.rule,
+            Rule::NoBite | Rule::RemovedTests | Rule::WeakenedTests
+        )
+    });
+    if bite_failed || (bite.status != BiteStatus::NotRun && !bite.reasons.is_empty()) {
         text.push_str(&format!(
-            "\nBite check: {bite_status}. The gate put back the base version of your production files, \
+            "\nBite check: {}. The gate put back the base version of your production files, \
              kept your tests, and ran the tests you changed: a test that still passes there (inert) cannot \
-             catch the bug. Make your new test fail on the old code and pass on the fixed code.\n"
+             catch the bug. Make your new test fail on the old code and pass on the fixed code.\n",
+            bite.status.name()
         ));
-        for t in bite
-            .get("tests")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            text.push_str(&format!(
-                "- {}: {}\n",
-                t.get("id").and_then(Value::as_str).unwrap_or("?"),
-                t.get("outcome").and_then(Value::as_str).unwrap_or("?")
-            ));
+        for t in &bite.tests {
+            text.push_str(&format!("- {}: {}\n", t.id, t.outcome.name()));
         }
     }
     for step in failing {

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::cli::Claim;
 use crate::error::{EXIT_FAIL, EXIT_INFRA, EXIT_INTERRUPTED, EXIT_PASS};
+use crate::gate::outcome::Claim;
 
 /// How a run ended, as decided by the gate (not the model).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -7,7 +7,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::GateArgs;
 use crate::error::{VouchError, EXIT_FAIL, EXIT_INFRA, EXIT_PASS};
-use crate::gate::report::{Report, Verdict};
+use crate::gate::outcome::Verdict;
+use crate::gate::report::Report;
 use crate::gate::{self, Options};
 use crate::ui::Ui;
 

@@ -12,51 +12,31 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use crate::gate::outcome::{BiteStatus, Finding, Rule, TestOutcome};
 use crate::gate::profile::{BitePolicy, BiteRequire, BuildFailure, PathClass};
 use crate::gate::testmap::TestChange;
 use crate::gate::testresults::{self, Runner, TestResult, TestStatus};
 use crate::git::ChangeKind;
 use crate::room::OverlayFile;
 
-/// What happened to one changed test without the production change.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Outcome {
-    /// Passes at head, fails without the change.
-    Bites,
-    /// Cannot build or import without the change: a real but weaker signal.
-    BitesBuild,
-    /// Passes without the change.
-    Inert,
-    /// Skipped (counts as inert).
-    Skipped,
-    /// Did not finish in time without the change.
-    Timeout,
-    /// Selected but not found in the run.
-    Absent,
-    /// Fails at head already: a broken test, never a bite.
-    FailsAtHead,
-}
-
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BiteTest {
     pub id: String,
-    pub outcome: Outcome,
+    pub outcome: TestOutcome,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Policy {
     pub require: BiteRequire,
     pub build_failure: BuildFailure,
 }
 
 /// The `bite` object of the gate report.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BiteReport {
-    /// bites, no-bite, not-applicable, skipped (turned off) or error.
-    pub status: String,
+    pub status: BiteStatus,
     pub policy: Policy,
     pub production_files: Vec<String>,
     pub test_files: Vec<String>,
@@ -74,7 +54,7 @@ pub struct BiteReport {
 impl BiteReport {
     pub fn new(policy: &BitePolicy) -> BiteReport {
         BiteReport {
-            status: "not-applicable".into(),
+            status: BiteStatus::NotApplicable,
             policy: Policy {
                 require: policy.require,
                 build_failure: policy.build_failure,
@@ -91,24 +71,51 @@ impl BiteReport {
         }
     }
 
-    /// Whether the bite check makes the gate fail, and the sentences saying why.
-    pub fn gate_reasons(&self, allow_removed_tests: bool) -> Vec<String> {
+    /// The report of a gate run in which no test step ran to completion.
+    pub fn not_run(policy: &BitePolicy) -> BiteReport {
+        let mut report = BiteReport::new(policy);
+        report.status = BiteStatus::NotRun;
+        report.reasons.push("no test step ran to completion".into());
+        report
+    }
+
+    /// The findings by which the bite check makes the gate fail.
+    pub fn findings(&self, allow_removed_tests: bool) -> Vec<Finding> {
         let mut out = Vec::new();
-        if self.status == "no-bite" {
-            out.push(format!("no-bite: {}", self.reasons.join("; ")));
+        if self.status == BiteStatus::NoBite {
+            let ids = self.tests.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
+            out.push(
+                Finding::new(
+                    Rule::NoBite,
+                    format!("no-bite: {}", self.reasons.join("; ")),
+                )
+                .subjects(ids),
+            );
         }
         if !allow_removed_tests {
             if !self.removed_tests.is_empty() {
-                out.push(format!(
-                    "removed tests: {} (pass --allow-removed-tests if that is intended)",
-                    self.removed_tests.join(", ")
-                ));
+                out.push(
+                    Finding::new(
+                        Rule::RemovedTests,
+                        format!(
+                            "removed tests: {} (pass --allow-removed-tests if that is intended)",
+                            self.removed_tests.join(", ")
+                        ),
+                    )
+                    .subjects(self.removed_tests.iter().cloned()),
+                );
             }
             if !self.weakened_tests.is_empty() {
-                out.push(format!(
-                    "weakened tests: {} (pass --allow-removed-tests if that is intended)",
-                    self.weakened_tests.join("; ")
-                ));
+                out.push(
+                    Finding::new(
+                        Rule::WeakenedTests,
+                        format!(
+                            "weakened tests: {} (pass --allow-removed-tests if that is intended)",
+                            self.weakened_tests.join("; ")
+                        ),
+                    )
+                    .subjects(self.weakened_tests.iter().cloned()),
+                );
             }
         }
         out
@@ -116,9 +123,9 @@ impl BiteReport {
 }
 
 /// The decision from the outcomes, per policy. Returns (status, reasons, warnings).
-pub fn decide(tests: &[BiteTest], policy: &BitePolicy) -> (String, Vec<String>, Vec<String>) {
-    let counts = |o: Outcome| tests.iter().filter(|t| t.outcome == o).count();
-    let ids = |o: Outcome| {
+pub fn decide(tests: &[BiteTest], policy: &BitePolicy) -> (BiteStatus, Vec<String>, Vec<String>) {
+    let counts = |o: TestOutcome| tests.iter().filter(|t| t.outcome == o).count();
+    let ids = |o: TestOutcome| {
         tests
             .iter()
             .filter(|t| t.outcome == o)
@@ -127,21 +134,28 @@ pub fn decide(tests: &[BiteTest], policy: &BitePolicy) -> (String, Vec<String>, 
             .join(", ")
     };
     let accept_build = policy.build_failure == BuildFailure::Accept;
-    let biting = |o: Outcome| o == Outcome::Bites || (accept_build && o == Outcome::BitesBuild);
+    let biting =
+        |o: TestOutcome| o == TestOutcome::Bites || (accept_build && o == TestOutcome::BitesBuild);
     let mut warnings = Vec::new();
     for (o, what) in [
-        (Outcome::Inert, "inert (pass without the production change)"),
         (
-            Outcome::Skipped,
+            TestOutcome::Inert,
+            "inert (pass without the production change)",
+        ),
+        (
+            TestOutcome::Skipped,
             "skipped without the production change (counted as inert)",
         ),
-        (Outcome::Timeout, "timed out without the production change"),
         (
-            Outcome::Absent,
+            TestOutcome::Timeout,
+            "timed out without the production change",
+        ),
+        (
+            TestOutcome::Absent,
             "not found when run without the production change",
         ),
         (
-            Outcome::FailsAtHead,
+            TestOutcome::FailsAtHead,
             "failing at head (broken, never a bite)",
         ),
     ] {
@@ -149,10 +163,10 @@ pub fn decide(tests: &[BiteTest], policy: &BitePolicy) -> (String, Vec<String>, 
             warnings.push(format!("{what}: {}", ids(o)));
         }
     }
-    if !accept_build && counts(Outcome::BitesBuild) > 0 {
+    if !accept_build && counts(TestOutcome::BitesBuild) > 0 {
         warnings.push(format!(
             "only fail to build without the change (rejected by build_failure = \"reject\"): {}",
-            ids(Outcome::BitesBuild)
+            ids(TestOutcome::BitesBuild)
         ));
     }
     let n = tests.len();
@@ -163,9 +177,9 @@ pub fn decide(tests: &[BiteTest], policy: &BitePolicy) -> (String, Vec<String>, 
     };
     let mut reasons = Vec::new();
     if ok {
-        let strong = counts(Outcome::Bites);
+        let strong = counts(TestOutcome::Bites);
         let weak = if accept_build {
-            counts(Outcome::BitesBuild)
+            counts(TestOutcome::BitesBuild)
         } else {
             0
         };
@@ -177,7 +191,7 @@ pub fn decide(tests: &[BiteTest], policy: &BitePolicy) -> (String, Vec<String>, 
                 strong + weak
             )
         });
-        ("bites".into(), reasons, warnings)
+        (BiteStatus::Bites, reasons, warnings)
     } else {
         if n == 0 {
             reasons
@@ -186,7 +200,7 @@ pub fn decide(tests: &[BiteTest], policy: &BitePolicy) -> (String, Vec<String>, 
             reasons.push(format!(
                 "require = \"all\": only {biters} of {n} changed tests fail without the production change"
             ));
-        } else if counts(Outcome::FailsAtHead) == n {
+        } else if counts(TestOutcome::FailsAtHead) == n {
             reasons.push(format!(
                 "{} already at head, so {} prove nothing without the production change",
                 if n == 1 {
@@ -199,12 +213,12 @@ pub fn decide(tests: &[BiteTest], policy: &BitePolicy) -> (String, Vec<String>, 
         } else {
             let mut kinds: Vec<String> = Vec::new();
             for (o, word) in [
-                (Outcome::Inert, "inert"),
-                (Outcome::Skipped, "skipped"),
-                (Outcome::Timeout, "timed out"),
-                (Outcome::Absent, "absent"),
-                (Outcome::FailsAtHead, "failing at head"),
-                (Outcome::BitesBuild, "only failing to build"),
+                (TestOutcome::Inert, "inert"),
+                (TestOutcome::Skipped, "skipped"),
+                (TestOutcome::Timeout, "timed out"),
+                (TestOutcome::Absent, "absent"),
+                (TestOutcome::FailsAtHead, "failing at head"),
+                (TestOutcome::BitesBuild, "only failing to build"),
             ] {
                 if counts(o) > 0 {
                     kinds.push(format!("{} {word}", counts(o)));
@@ -215,7 +229,7 @@ pub fn decide(tests: &[BiteTest], policy: &BitePolicy) -> (String, Vec<String>, 
                 kinds.join(", ")
             ));
         }
-        ("no-bite".into(), reasons, warnings)
+        (BiteStatus::NoBite, reasons, warnings)
     }
 }
 
@@ -429,20 +443,20 @@ pub fn outcomes(
     ids.iter()
         .map(|id| {
             let outcome = match by_id.get(id.as_str()) {
-                Some(TestStatus::Fail) => Outcome::Bites,
-                Some(TestStatus::Pass) => Outcome::Inert,
-                Some(TestStatus::Skip) => Outcome::Skipped,
-                None if timed_out => Outcome::Timeout,
+                Some(TestStatus::Fail) => TestOutcome::Bites,
+                Some(TestStatus::Pass) => TestOutcome::Inert,
+                Some(TestStatus::Skip) => TestOutcome::Skipped,
+                None if timed_out => TestOutcome::Timeout,
                 // Nothing of this selection ran and the command failed: it did not build, import or collect.
-                None if !found_any && exit_code != Some(0) => Outcome::BitesBuild,
+                None if !found_any && exit_code != Some(0) => TestOutcome::BitesBuild,
                 None if exit_code != Some(0)
                     && results.iter().any(|r| {
                         r.status == TestStatus::Fail && !ids.contains(&r.id) && not_a_test(&r.id)
                     }) =>
                 {
-                    Outcome::BitesBuild
+                    TestOutcome::BitesBuild
                 }
-                None => Outcome::Absent,
+                None => TestOutcome::Absent,
             };
             BiteTest {
                 id: id.clone(),
@@ -471,11 +485,11 @@ pub fn at_head(ids: &BTreeSet<String>, head: &[TestResult]) -> (Vec<String>, Vec
         match status.get(id.as_str()) {
             Some(TestStatus::Fail) => settled.push(BiteTest {
                 id: id.clone(),
-                outcome: Outcome::FailsAtHead,
+                outcome: TestOutcome::FailsAtHead,
             }),
             Some(TestStatus::Skip) => settled.push(BiteTest {
                 id: id.clone(),
-                outcome: Outcome::Skipped,
+                outcome: TestOutcome::Skipped,
             }),
             _ => run.push(id.clone()),
         }
@@ -508,7 +522,7 @@ pub fn ms(t: Instant) -> u64 {
 mod tests {
     use super::*;
 
-    fn t(id: &str, outcome: Outcome) -> BiteTest {
+    fn t(id: &str, outcome: TestOutcome) -> BiteTest {
         BiteTest {
             id: id.into(),
             outcome,
@@ -528,13 +542,13 @@ mod tests {
     fn one_biting_test_of_three_bites_with_two_inert_warnings() {
         let (status, reasons, warnings) = decide(
             &[
-                t("a", Outcome::Bites),
-                t("b", Outcome::Inert),
-                t("c", Outcome::Inert),
+                t("a", TestOutcome::Bites),
+                t("b", TestOutcome::Inert),
+                t("c", TestOutcome::Inert),
             ],
             &BitePolicy::default(),
         );
-        assert_eq!(status, "bites");
+        assert_eq!(status, BiteStatus::Bites);
         assert_eq!(
             reasons,
             vec!["1 of 3 changed tests fail without the production change".to_string()]
@@ -551,22 +565,24 @@ mod tests {
             require: BiteRequire::All,
             ..BitePolicy::default()
         };
-        let (status, reasons, _) =
-            decide(&[t("a", Outcome::Bites), t("b", Outcome::Inert)], &policy);
-        assert_eq!(status, "no-bite");
+        let (status, reasons, _) = decide(
+            &[t("a", TestOutcome::Bites), t("b", TestOutcome::Inert)],
+            &policy,
+        );
+        assert_eq!(status, BiteStatus::NoBite);
         assert!(reasons[0].contains("only 1 of 2"), "{reasons:?}");
     }
 
     #[test]
     fn a_build_only_bite_is_accepted_by_default_and_rejected_on_request() {
-        let tests = [t("a", Outcome::BitesBuild)];
-        assert_eq!(decide(&tests, &BitePolicy::default()).0, "bites");
+        let tests = [t("a", TestOutcome::BitesBuild)];
+        assert_eq!(decide(&tests, &BitePolicy::default()).0, BiteStatus::Bites);
         let reject = BitePolicy {
             build_failure: BuildFailure::Reject,
             ..BitePolicy::default()
         };
         let (status, _, warnings) = decide(&tests, &reject);
-        assert_eq!(status, "no-bite");
+        assert_eq!(status, BiteStatus::NoBite);
         assert!(
             warnings[0].contains("rejected by build_failure"),
             "{warnings:?}"
@@ -576,25 +592,25 @@ mod tests {
     #[test]
     fn timeouts_absent_and_broken_tests_never_bite() {
         let tests = [
-            t("a", Outcome::Timeout),
-            t("b", Outcome::Absent),
-            t("c", Outcome::FailsAtHead),
-            t("d", Outcome::Skipped),
+            t("a", TestOutcome::Timeout),
+            t("b", TestOutcome::Absent),
+            t("c", TestOutcome::FailsAtHead),
+            t("d", TestOutcome::Skipped),
         ];
         let (status, _, warnings) = decide(&tests, &BitePolicy::default());
-        assert_eq!(status, "no-bite");
+        assert_eq!(status, BiteStatus::NoBite);
         assert_eq!(warnings.len(), 4);
     }
 
     #[test]
     fn no_bite_reasons_say_what_the_changed_tests_did() {
-        let (_, reasons, _) = decide(&[t("a", Outcome::FailsAtHead)], &BitePolicy::default());
+        let (_, reasons, _) = decide(&[t("a", TestOutcome::FailsAtHead)], &BitePolicy::default());
         assert_eq!(
             reasons,
             vec!["the changed test fails already at head, so it can prove nothing without the production change".to_string()]
         );
         let (_, reasons, _) = decide(
-            &[t("a", Outcome::Inert), t("b", Outcome::Timeout)],
+            &[t("a", TestOutcome::Inert), t("b", TestOutcome::Timeout)],
             &BitePolicy::default(),
         );
         assert_eq!(
@@ -614,19 +630,23 @@ mod tests {
         );
         assert_eq!(
             got.iter().map(|b| b.outcome).collect::<Vec<_>>(),
-            vec![Outcome::Bites, Outcome::Inert, Outcome::Absent]
+            vec![TestOutcome::Bites, TestOutcome::Inert, TestOutcome::Absent]
         );
         let got = outcomes(&ids, &[], Some(101), false);
-        assert!(got.iter().all(|b| b.outcome == Outcome::BitesBuild));
+        assert!(got.iter().all(|b| b.outcome == TestOutcome::BitesBuild));
         let got = outcomes(&ids, &[r("pkg::[build]", TestStatus::Fail)], Some(1), false);
-        assert!(got.iter().all(|b| b.outcome == Outcome::BitesBuild));
+        assert!(got.iter().all(|b| b.outcome == TestOutcome::BitesBuild));
         let got = outcomes(&ids, &[r("a", TestStatus::Pass)], None, true);
         assert_eq!(
             got.iter().map(|b| b.outcome).collect::<Vec<_>>(),
-            vec![Outcome::Inert, Outcome::Timeout, Outcome::Timeout]
+            vec![
+                TestOutcome::Inert,
+                TestOutcome::Timeout,
+                TestOutcome::Timeout
+            ]
         );
         let got = outcomes(&ids, &[], Some(0), false);
-        assert!(got.iter().all(|b| b.outcome == Outcome::Absent));
+        assert!(got.iter().all(|b| b.outcome == TestOutcome::Absent));
         // Another test failing in the same run says nothing about a selected test that is missing.
         let got = outcomes(
             &ids,
@@ -637,7 +657,7 @@ mod tests {
             Some(1),
             false,
         );
-        assert_eq!(got[1].outcome, Outcome::Absent);
+        assert_eq!(got[1].outcome, TestOutcome::Absent);
     }
 
     #[test]
@@ -677,7 +697,7 @@ mod tests {
         assert_eq!(run, vec!["c".to_string()]);
         assert_eq!(
             settled.iter().map(|b| b.outcome).collect::<Vec<_>>(),
-            vec![Outcome::FailsAtHead, Outcome::Skipped]
+            vec![TestOutcome::FailsAtHead, TestOutcome::Skipped]
         );
     }
 }

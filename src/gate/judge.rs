@@ -4,7 +4,21 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::gate::outcome::{Finding, StepStatus, Verdict};
+use crate::gate::steps::StepReport;
 use crate::gate::testresults::{TestResult, TestStatus};
+
+/// The verdict from the steps and the findings: `error` when a step could not run at all (the gate cannot
+/// judge), `fail` when any rule is broken, else `pass`.
+pub fn verdict(steps: &[StepReport], findings: &[Finding]) -> Verdict {
+    if steps.iter().any(|s| s.status == StepStatus::Error) {
+        Verdict::Error
+    } else if !findings.is_empty() {
+        Verdict::Fail
+    } else {
+        Verdict::Pass
+    }
+}
 
 /// Why the exit status and the parsed results disagree, or why the run says nothing about tests.
 /// `None` when they agree.
@@ -183,6 +197,40 @@ pub fn new_findings(head: &str, base: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn step(name: &str, status: StepStatus) -> StepReport {
+        StepReport {
+            name: name.into(),
+            kind: crate::gate::profile::StepKind::Build,
+            status,
+            duration_ms: 0,
+            command: String::new(),
+            exit_code: None,
+            log_tail: String::new(),
+            log: None,
+            note: None,
+            tests: None,
+            drift: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_verdict_is_error_when_a_step_could_not_run_else_fail_on_any_finding() {
+        use crate::gate::outcome::Rule;
+        let ok = [
+            step("build", StepStatus::Pass),
+            step("lint", StepStatus::Skipped),
+        ];
+        assert_eq!(verdict(&ok, &[]), Verdict::Pass);
+        let no_bite = [Finding::new(Rule::NoBite, "no-bite: inert")];
+        assert_eq!(verdict(&ok, &no_bite), Verdict::Fail);
+        let broken = [
+            step("build", StepStatus::Pass),
+            step("test", StepStatus::Error),
+        ];
+        assert_eq!(verdict(&broken, &no_bite), Verdict::Error);
+        assert_eq!(verdict(&broken, &[]), Verdict::Error);
+    }
 
     fn r(id: &str, status: TestStatus) -> TestResult {
         TestResult {

@@ -10,6 +10,7 @@
 pub mod baseline;
 pub mod bite;
 pub mod judge;
+pub mod outcome;
 pub mod profile;
 pub mod report;
 pub mod split;
@@ -25,11 +26,14 @@ use anyhow::{Context, Result};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::Claim;
 use crate::error::VouchError;
+use crate::gate::outcome::Claim;
+use crate::gate::outcome::{
+    Baseline, BiteStatus, ClaimOutcome, Finding, Rule, StepStatus, TestOutcome,
+};
 use crate::gate::profile::{Classifier, PathClass, Profile, Step, StepKind, REPO_PROFILE};
-use crate::gate::report::{ChangedFile, ProfileInfo, Report, Rev, Tests, Verdict};
-use crate::gate::steps::{human, plural, StepEnv, StepRun, StepStatus};
+use crate::gate::report::{ChangedFile, ProfileInfo, Report, Rev, Tests};
+use crate::gate::steps::{human, plural, StepEnv, StepRun};
 use crate::gate::testresults::{Runner, TestResult};
 use crate::git::ChangeKind;
 use crate::room::{Placement, Room, Target};
@@ -217,10 +221,7 @@ pub fn prepare(opts: &Options) -> Result<Prepared> {
         None => {
             let msg = crate::git::message(&repo, head)?;
             match crate::git::trailer(&msg, "Agent-Verdict") {
-                Some(v) if v.eq_ignore_ascii_case("GO") => Some(Claim::Go),
-                Some(v) if v.eq_ignore_ascii_case("NO-GO") || v.eq_ignore_ascii_case("NOGO") => {
-                    Some(Claim::NoGo)
-                }
+                Some(v) if Claim::from_trailer(&v).is_some() => Claim::from_trailer(&v),
                 Some(v) => {
                     notes.push(format!(
                         "ignored Agent-Verdict trailer `{v}` (expected GO or NO-GO)"
@@ -382,9 +383,8 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
         prep.profile.name,
         prep.profile_source
     ));
-    let mut reasons = Vec::new();
+    let mut findings = rule_checks(opts, &prep);
     let mut notes = prep.notes.clone();
-    rule_checks(opts, &prep, &mut reasons);
 
     let head_places = places(opts, &prep, "head")?;
     let pb = ui.start("preparing the clean room at head");
@@ -431,13 +431,10 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
         ui,
         cancel,
         baseline: None,
-        tests: Tests {
-            baseline: "not-needed".into(),
-            ..Tests::default()
-        },
+        tests: Tests::default(),
         bite: None,
         head_test_failed: false,
-        reasons: Vec::new(),
+        findings: Vec::new(),
         notes: Vec::new(),
     };
     // Steps run in profile order, except that a run of checks (format, vet, lint) goes side by side with the
@@ -529,7 +526,7 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
             return Err(VouchError::Interrupted.into());
         }
     }
-    reasons.append(&mut gate.reasons);
+    findings.append(&mut gate.findings);
     notes.append(&mut gate.notes);
     for st in &reports {
         if st.status.is_bad() && st.kind != StepKind::Test {
@@ -553,26 +550,18 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
                 r.push_str(": ");
                 r.push_str(&detail);
             }
-            reasons.push(r);
+            findings.push(Finding::new(Rule::StepFailed, r).step(st.name.clone()));
         }
     }
     let bite = match gate.bite.take() {
         Some(b) => {
-            reasons.extend(b.gate_reasons(opts.allow_removed_tests));
-            serde_json::to_value(&b)?
+            findings.extend(b.findings(opts.allow_removed_tests));
+            b
         }
-        None => {
-            serde_json::json!({"status": "not-run", "reasons": ["no test step ran to completion"]})
-        }
+        None => bite::BiteReport::not_run(&gate.bite_policy()),
     };
     let tests = gate.tests;
-    let verdict = if reports.iter().any(|s| s.status == StepStatus::Error) {
-        Verdict::Error
-    } else if !reasons.is_empty() {
-        Verdict::Fail
-    } else {
-        Verdict::Pass
-    };
+    let verdict = judge::verdict(&reports, &findings);
     let logs = head_places
         .logs
         .parent()
@@ -589,12 +578,13 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
             source: prep.profile_source.clone(),
         },
         claimed: prep.claimed,
-        claim: Report::claim_outcome(prep.claimed, verdict),
+        claim: ClaimOutcome::of(prep.claimed, verdict),
         changes: prep.changes.clone(),
         steps: reports,
         tests,
         bite,
-        reasons,
+        reasons: findings.iter().map(|f| f.message.clone()).collect(),
+        findings,
         notes,
         duration_ms: started.elapsed().as_millis() as u64,
         logs,
@@ -602,10 +592,11 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
 }
 
 /// Scope (allow/deny) and test presence.
-fn rule_checks(opts: &Options, prep: &Prepared, reasons: &mut Vec<String>) {
+fn rule_checks(opts: &Options, prep: &Prepared) -> Vec<Finding> {
+    let mut findings = Vec::new();
     let classifier = match Classifier::new(&prep.profile.paths, &opts.allow, &opts.deny) {
         Ok(c) => c,
-        Err(_) => return,
+        Err(_) => return findings,
     };
     let outside: Vec<&str> = prep
         .changes
@@ -614,11 +605,17 @@ fn rule_checks(opts: &Options, prep: &Prepared, reasons: &mut Vec<String>) {
         .map(|c| c.path.as_str())
         .collect();
     if !outside.is_empty() {
-        reasons.push(format!(
-            "out of scope: the change touches {} outside the allowed paths: {}",
-            plural(outside.len(), "file"),
-            outside.join(", ")
-        ));
+        findings.push(
+            Finding::new(
+                Rule::OutOfScope,
+                format!(
+                    "out of scope: the change touches {} outside the allowed paths: {}",
+                    plural(outside.len(), "file"),
+                    outside.join(", ")
+                ),
+            )
+            .subjects(outside.iter().copied()),
+        );
     }
     let denied: Vec<&str> = prep
         .changes
@@ -627,10 +624,16 @@ fn rule_checks(opts: &Options, prep: &Prepared, reasons: &mut Vec<String>) {
         .map(|c| c.path.as_str())
         .collect();
     if !denied.is_empty() {
-        reasons.push(format!(
-            "out of scope: the change touches denied paths: {}",
-            denied.join(", ")
-        ));
+        findings.push(
+            Finding::new(
+                Rule::DeniedPath,
+                format!(
+                    "out of scope: the change touches denied paths: {}",
+                    denied.join(", ")
+                ),
+            )
+            .subjects(denied.iter().copied()),
+        );
     }
     let production: Vec<&str> = prep
         .changes
@@ -638,22 +641,30 @@ fn rule_checks(opts: &Options, prep: &Prepared, reasons: &mut Vec<String>) {
         .filter(|c| c.class == PathClass::Production)
         .map(|c| c.path.as_str())
         .collect();
-    let tests_changed = prep.changes.iter().any(|c| {
-        c.class == PathClass::Test || c.detail.as_deref().is_some_and(|d| d.contains("test"))
-    });
+    let tests_changed = prep
+        .changes
+        .iter()
+        .any(|c| c.class == PathClass::Test || c.mixed);
     if !production.is_empty() && !tests_changed && !opts.allow_no_tests {
-        reasons.push(format!(
-            "no tests changed: the change touches production code ({}) but no tests (pass --allow-no-tests if that is intended)",
-            production.join(", ")
-        ));
+        findings.push(
+            Finding::new(
+                Rule::NoTestsChanged,
+                format!(
+                    "no tests changed: the change touches production code ({}) but no tests (pass --allow-no-tests if that is intended)",
+                    production.join(", ")
+                ),
+            )
+            .subjects(production.iter().copied()),
+        );
     }
+    findings
 }
 
 fn step_line(run: &StepRun) -> String {
     let r = &run.report;
     let mut line = format!(
         "  {:<8} {:<16} {:>7}",
-        report::status_word(r.status),
+        r.status.name(),
         r.name,
         human(std::time::Duration::from_millis(r.duration_ms))
     );
@@ -786,7 +797,7 @@ struct GateRun<'a> {
     bite: Option<bite::BiteReport>,
     /// The test step failed at head (set by `judge_tests`).
     head_test_failed: bool,
-    reasons: Vec<String>,
+    findings: Vec<Finding>,
     notes: Vec<String>,
 }
 
@@ -800,28 +811,43 @@ impl GateRun<'_> {
         self.head_test_failed = !outcome.success();
         if runner == Runner::Generic {
             if !outcome.success() {
-                self.reasons.push(format!(
-                    "step `{}` (test) failed{}; it has no per-test results, so it cannot be compared with base",
-                    step.name,
-                    outcome.exit_code.map(|c| format!(" (exit {c})")).unwrap_or_default()
-                ));
+                self.findings.push(
+                    Finding::new(
+                        Rule::TestStepFailed,
+                        format!(
+                            "step `{}` (test) failed{}; it has no per-test results, so it cannot be compared with base",
+                            step.name,
+                            outcome.exit_code.map(|c| format!(" (exit {c})")).unwrap_or_default()
+                        ),
+                    )
+                    .step(step.name.clone()),
+                );
             }
             return Ok(());
         }
         if outcome.timed_out {
-            self.reasons.push(format!(
-                "step `{}` (test) timed out after {}; its process group was killed{}",
-                step.name,
-                human(step.timeout()?),
-                running_at_timeout(&run.results)
-            ));
+            self.findings.push(
+                Finding::new(
+                    Rule::TestTimeout,
+                    format!(
+                        "step `{}` (test) timed out after {}; its process group was killed{}",
+                        step.name,
+                        human(step.timeout()?),
+                        running_at_timeout(&run.results)
+                    ),
+                )
+                .step(step.name.clone()),
+            );
             run.report.status = StepStatus::Timeout;
             return Ok(());
         }
         let tests_exist = self.prep.tree_has_tests
             || (runner == Runner::Cargo && has_inline_rust_tests(&env.room));
         if let Some(m) = judge::exit_mismatch(outcome.exit_code, &run.results, tests_exist) {
-            self.reasons.push(format!("step `{}`: {m}", step.name));
+            self.findings.push(
+                Finding::new(Rule::ExitMismatch, format!("step `{}`: {m}", step.name))
+                    .step(step.name.clone()),
+            );
             run.report.status = StepStatus::Fail;
             run.report.note = Some(m);
             return Ok(());
@@ -831,11 +857,17 @@ impl GateRun<'_> {
             if !outcome.success() {
                 // Nothing parsed and a non-zero exit: the run broke before any test (build or collection).
                 let tail = first_error_line(&run.report.log_tail).unwrap_or_default();
-                self.reasons.push(format!(
-                    "step `{}` (test) failed with exit {} before any test ran: {tail}",
-                    step.name,
-                    outcome.exit_code.map_or("signal".into(), |c| c.to_string())
-                ));
+                self.findings.push(
+                    Finding::new(
+                        Rule::TestStepFailed,
+                        format!(
+                            "step `{}` (test) failed with exit {} before any test ran: {tail}",
+                            step.name,
+                            outcome.exit_code.map_or("signal".into(), |c| c.to_string())
+                        ),
+                    )
+                    .step(step.name.clone()),
+                );
                 run.report.status = StepStatus::Fail;
             }
             return Ok(());
@@ -907,10 +939,14 @@ impl GateRun<'_> {
             } else {
                 ""
             };
-            self.reasons.push(format!(
-                "new test failures{was}: {}",
-                messages(&j.new_failures)
-            ));
+            self.findings.push(
+                Finding::new(
+                    Rule::NewTestFailures,
+                    format!("new test failures{was}: {}", messages(&j.new_failures)),
+                )
+                .step(step.name.clone())
+                .subjects(j.new_failures.iter().cloned()),
+            );
             run.report.status = StepStatus::Fail;
         } else {
             run.report.status = StepStatus::Pass;
@@ -1038,7 +1074,7 @@ impl GateRun<'_> {
         let mut report = bite::BiteReport::new(&policy);
         let started = Instant::now();
         if self.opts.no_bite || !policy.enabled {
-            report.status = "skipped".into();
+            report.status = BiteStatus::Skipped;
             report.reasons.push("the bite check was turned off".into());
             self.bite = Some(report);
             return Ok(());
@@ -1111,7 +1147,7 @@ impl GateRun<'_> {
                 for id in run_ids.iter().filter(|id| !covered.contains(*id)) {
                     tests.push(bite::BiteTest {
                         id: id.clone(),
-                        outcome: bite::Outcome::Absent,
+                        outcome: TestOutcome::Absent,
                     });
                 }
                 drop(room);
@@ -1135,7 +1171,7 @@ impl GateRun<'_> {
         report.duration_ms = bite::ms(started);
         self.ui.line(&format!(
             "  {:<8} {:<16} {:>7}  {}",
-            report.status,
+            report.status.name(),
             "bite",
             human(started.elapsed()),
             report.reasons.join("; ")
@@ -1187,9 +1223,9 @@ impl GateRun<'_> {
         }
         let reverted = outcomes.into_iter().next().unwrap_or_default();
         let outcome = if reverted.timed_out {
-            bite::Outcome::Timeout
+            TestOutcome::Timeout
         } else if reverted.success() {
-            bite::Outcome::Inert
+            TestOutcome::Inert
         } else {
             // It fails without the change: that counts only if the same command passes at base.
             let base_places = places(self.opts, self.prep, "base")?;
@@ -1206,7 +1242,7 @@ impl GateRun<'_> {
             )
             .await?;
             if at_base.first().is_some_and(|o| o.success()) {
-                bite::Outcome::Bites
+                TestOutcome::Bites
             } else {
                 self.ui.done(pb, "  ran      bite check (whole run)");
                 report.reasons.push(format!(
@@ -1238,7 +1274,7 @@ impl GateRun<'_> {
 
     async fn fetch_baseline(&mut self) -> Result<Option<Vec<TestResult>>> {
         if self.opts.no_baseline {
-            self.tests.baseline = "disabled".into();
+            self.tests.baseline = Baseline::Disabled;
             self.notes
                 .push("no baseline (--no-baseline): every failing test is blamed".into());
             return Ok(None);
@@ -1264,7 +1300,7 @@ impl GateRun<'_> {
         let key = baseline::key(&prep.base_tree, &fingerprint);
         if !self.opts.refresh_baseline {
             if let Some(cached) = baseline::load(&self.opts.cache, &key) {
-                self.tests.baseline = "cached".into();
+                self.tests.baseline = Baseline::Cached;
                 return Ok(self.use_base_run(cached));
             }
         }
@@ -1291,7 +1327,7 @@ impl GateRun<'_> {
                 return Err(VouchError::Interrupted.into());
             }
             if outcome.timed_out {
-                self.tests.baseline = "unavailable".into();
+                self.tests.baseline = Baseline::Unavailable;
                 self.notes.push(format!(
                     "the baseline could not be had: `{}` timed out at base; every failing test is blamed",
                     step.name
@@ -1319,14 +1355,14 @@ impl GateRun<'_> {
         if let Err(e) = baseline::store(&self.opts.cache, &key, &base_run) {
             tracing::warn!("could not cache the baseline: {e}");
         }
-        self.tests.baseline = "ran".into();
+        self.tests.baseline = Baseline::Ran;
         Ok(self.use_base_run(base_run))
     }
 
     fn use_base_run(&mut self, run: baseline::BaseRun) -> Option<Vec<TestResult>> {
         match run.broken {
             Some(step) => {
-                self.tests.baseline = "base-broken".into();
+                self.tests.baseline = Baseline::BaseBroken;
                 self.notes.push(format!(
                     "base does not build (step `{step}` fails there before any test runs); head was judged on its own"
                 ));

@@ -4,67 +4,55 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::cli::Claim;
+use crate::gate::bite::BiteReport;
+use crate::gate::outcome::{
+    Baseline, BiteStatus, Claim, ClaimOutcome, Finding, StepStatus, Verdict,
+};
 use crate::gate::profile::PathClass;
-use crate::gate::steps::{human, StepReport, StepStatus};
+use crate::gate::steps::{human, StepReport};
 use crate::git::ChangeKind;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Pass,
-    Fail,
-    Error,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ClaimOutcome {
-    Confirmed,
-    Overturned,
-}
-
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Rev {
     /// What the user asked for (or how it was chosen).
     pub rev: String,
     pub sha: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ProfileInfo {
     pub name: String,
     /// `--profile`, `.vouch/gate.toml at base`, or `detected (Cargo.toml)`.
     pub source: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ChangedFile {
     pub path: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub old_path: Option<String>,
     pub class: PathClass,
     pub change: ChangeKind,
     /// Both test and production code changed in this file (inline tests).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mixed: bool,
     /// For files holding both (Rust inline tests): which parts changed.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Tests {
     pub new_failures: Vec<String>,
     pub preexisting_failures: Vec<String>,
     pub flaky: Vec<String>,
-    /// How the baseline was had: ran, cached, not-needed, disabled, base-broken, unavailable.
-    pub baseline: String,
+    pub baseline: Baseline,
 }
 
-#[derive(Clone, Debug, Serialize)]
+/// The gate's report: what `--json` writes and `vouch run` keeps (its names are stable).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
     pub verdict: Verdict,
     pub base: Rev,
@@ -77,7 +65,10 @@ pub struct Report {
     pub changes: Vec<ChangedFile>,
     pub steps: Vec<StepReport>,
     pub tests: Tests,
-    pub bite: serde_json::Value,
+    pub bite: BiteReport,
+    /// Why the change fails, one finding per broken rule (empty when it passes).
+    pub findings: Vec<Finding>,
+    /// The findings' messages: the sentences the console, Markdown and PR bodies show.
     pub reasons: Vec<String>,
     pub notes: Vec<String>,
     pub duration_ms: u64,
@@ -86,14 +77,10 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn claim_outcome(claimed: Option<Claim>, verdict: Verdict) -> Option<ClaimOutcome> {
-        match (claimed?, verdict) {
-            (_, Verdict::Error) => None,
-            (Claim::Go, Verdict::Pass) | (Claim::NoGo, Verdict::Fail) => {
-                Some(ClaimOutcome::Confirmed)
-            }
-            _ => Some(ClaimOutcome::Overturned),
-        }
+    /// The findings and the reasons they give, kept together.
+    pub fn set_findings(&mut self, findings: Vec<Finding>) {
+        self.reasons = findings.iter().map(|f| f.message.clone()).collect();
+        self.findings = findings;
     }
 
     fn short(sha: &str) -> &str {
@@ -120,11 +107,10 @@ impl Report {
             self.profile.source
         );
         if let (Some(claimed), Some(outcome)) = (self.claimed, self.claim) {
-            let c = serde_json::to_value(claimed).unwrap_or_default();
             let _ = writeln!(
                 s,
                 "Claimed verdict: **{}**, {}.\n",
-                c.as_str().unwrap_or_default(),
+                claimed.name(),
                 match outcome {
                     ClaimOutcome::Confirmed => "confirmed",
                     ClaimOutcome::Overturned => "**overturned**",
@@ -148,7 +134,7 @@ impl Report {
                 "| {} | {:?} | {} | {} | {} |",
                 st.name,
                 st.kind,
-                status_word(st.status),
+                st.status.name(),
                 human(std::time::Duration::from_millis(st.duration_ms)),
                 st.note
                     .as_deref()
@@ -239,7 +225,7 @@ impl Report {
                         "><failure message=\"{}\">{}</failure></testcase>",
                         xml(&format!(
                             "{} {}",
-                            status_word(st.status),
+                            st.status.name(),
                             st.note.as_deref().unwrap_or("")
                         )),
                         xml(&st.log_tail)
@@ -288,10 +274,7 @@ impl Report {
         let claim = match (self.claimed, self.claim) {
             (Some(c), Some(o)) => format!(
                 "; claimed {}: {}",
-                serde_json::to_value(c)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
+                c.name(),
                 match o {
                     ClaimOutcome::Confirmed => "confirmed",
                     ClaimOutcome::Overturned => "OVERTURNED",
@@ -315,43 +298,25 @@ impl Report {
     }
 }
 
-fn bite_markdown(bite: &serde_json::Value) -> Option<String> {
-    let status = bite.get("status")?.as_str()?;
-    if status == "not-run" {
+fn bite_markdown(bite: &BiteReport) -> Option<String> {
+    if bite.status == BiteStatus::NotRun {
         return None;
     }
-    let mut s = format!("### Bite check: {status}\n\n");
-    if let Some(tests) = bite.get("tests").and_then(|t| t.as_array()) {
-        if !tests.is_empty() {
-            s.push_str("| test | outcome |\n|---|---|\n");
-            for t in tests {
-                let _ = writeln!(
-                    s,
-                    "| `{}` | {} |",
-                    t.get("id").and_then(|v| v.as_str()).unwrap_or(""),
-                    t.get("outcome").and_then(|v| v.as_str()).unwrap_or("")
-                );
-            }
-            s.push('\n');
+    let mut s = format!("### Bite check: {}\n\n", bite.status.name());
+    if !bite.tests.is_empty() {
+        s.push_str("| test | outcome |\n|---|---|\n");
+        for t in &bite.tests {
+            let _ = writeln!(s, "| `{}` | {} |", t.id, t.outcome.name());
         }
+        s.push('\n');
     }
-    if let Some(reasons) = bite.get("reasons").and_then(|r| r.as_array()) {
-        for r in reasons.iter().filter_map(|r| r.as_str()) {
+    if !bite.reasons.is_empty() {
+        for r in &bite.reasons {
             let _ = writeln!(s, "- {r}");
         }
         s.push('\n');
     }
     Some(s)
-}
-
-pub fn status_word(status: StepStatus) -> &'static str {
-    match status {
-        StepStatus::Pass => "pass",
-        StepStatus::Fail => "fail",
-        StepStatus::Skipped => "skipped",
-        StepStatus::Error => "error",
-        StepStatus::Timeout => "timeout",
-    }
 }
 
 fn xml(text: &str) -> String {
@@ -373,27 +338,6 @@ fn xml(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_claim_is_confirmed_when_it_matches_the_verdict() {
-        assert_eq!(
-            Report::claim_outcome(Some(Claim::Go), Verdict::Pass),
-            Some(ClaimOutcome::Confirmed)
-        );
-        assert_eq!(
-            Report::claim_outcome(Some(Claim::Go), Verdict::Fail),
-            Some(ClaimOutcome::Overturned)
-        );
-        assert_eq!(
-            Report::claim_outcome(Some(Claim::NoGo), Verdict::Fail),
-            Some(ClaimOutcome::Confirmed)
-        );
-        assert_eq!(
-            Report::claim_outcome(Some(Claim::NoGo), Verdict::Pass),
-            Some(ClaimOutcome::Overturned)
-        );
-        assert_eq!(Report::claim_outcome(None, Verdict::Pass), None);
-    }
 
     #[test]
     fn xml_text_is_escaped_and_control_characters_dropped() {

@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Result;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use crate::gate::outcome::StepStatus;
 use crate::gate::profile::{Step, StepKind};
 use crate::gate::testresults::{self, RunOutput, TestResult, TestStatus};
 use crate::process::{self, Outcome, Spec};
@@ -22,27 +23,8 @@ const LOG_TAIL_LINES: usize = 40;
 /// Lines of diff shown per drifted file.
 const DRIFT_DIFF_LINES: usize = 40;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StepStatus {
-    Pass,
-    Fail,
-    Skipped,
-    Error,
-    Timeout,
-}
-
-impl StepStatus {
-    pub fn is_bad(self) -> bool {
-        matches!(
-            self,
-            StepStatus::Fail | StepStatus::Error | StepStatus::Timeout
-        )
-    }
-}
-
 /// Per-test counts of a test step.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct TestCounts {
     pub passed: usize,
     pub failed: usize,
@@ -50,7 +32,7 @@ pub struct TestCounts {
 }
 
 /// A drifted file after a code generator ran.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Drift {
     pub path: String,
     pub change: DriftKind,
@@ -58,7 +40,7 @@ pub struct Drift {
 }
 
 /// One step as the report shows it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StepReport {
     pub name: String,
     pub kind: StepKind,
@@ -67,14 +49,14 @@ pub struct StepReport {
     pub command: String,
     pub exit_code: Option<i32>,
     pub log_tail: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<PathBuf>,
     /// Why the step has its status, in a sentence (skips, missing tools, output, drift, test judgement).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tests: Option<TestCounts>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drift: Vec<Drift>,
 }
 
