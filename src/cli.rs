@@ -1,13 +1,26 @@
-//! Command-line definitions (clap). Every flag has help text; `tests/` checks that.
+//! Command-line definitions (clap). Every flag has help text and every command's help has examples; the
+//! tests below check both over the whole command tree.
+//!
+//! Defaults live as named constants in the modules that use them ([`crate::agent`], [`crate::gate`],
+//! [`crate::model`]); the help text shows them through `default_value_t` or by formatting the constant.
 
 use std::path::PathBuf;
 
-use crate::gate::outcome::Claim;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::agent::{
+    DEFAULT_CONTEXT, DEFAULT_FORCING_TURNS, DEFAULT_MAX_TURNS, DEFAULT_REPAIR_CYCLES,
+    DEFAULT_SHELL_TIMEOUT, DEFAULT_STALL_TURNS, ELIDE_AT,
+};
+use crate::gate::outcome::Claim;
+use crate::gate::profile::{BiteRequire, BuildFailure};
+use crate::gate::DEFAULT_RERUNS;
+use crate::model::{ToolMode, DEFAULT_ENDPOINT, DEFAULT_MODEL};
 
 /// Hand backlog issues to a local coding model; merge only what an independent gate has proven.
 #[derive(Debug, Parser)]
 #[command(name = "vouch", version, about, long_about = None, propagate_version = true)]
+#[command(after_help = VOUCH_EXAMPLES)]
 pub struct Cli {
     /// More log output on stderr (-v info, -vv debug). RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -23,7 +36,8 @@ pub enum Command {
     #[command(after_help = GATE_EXAMPLES)]
     Gate(Box<GateArgs>),
     /// Inspect tool-call recovery: read raw model output, print the calls vouch would run.
-    Toolcalls(crate::commands::toolcalls::ToolcallsArgs),
+    #[command(after_help = TOOLCALLS_EXAMPLES)]
+    Toolcalls(ToolcallsArgs),
     /// Show the gate profile that would judge a repository, or a named preset.
     #[command(after_help = PROFILE_EXAMPLES)]
     Profile(ProfileArgs),
@@ -34,6 +48,19 @@ pub enum Command {
     #[command(after_help = CLEAN_EXAMPLES)]
     Clean(CleanArgs),
 }
+
+const VOUCH_EXAMPLES: &str = "\
+Examples:
+  vouch run --task tasks/example.md   hand a task to the local model; the gate judges its change
+  vouch gate --base main              judge your branch against main in a clean room
+  vouch profile                       the gate profile that would judge the repository here
+  vouch clean                         remove the workspaces whose work is merged
+  vouch help run                      the flags and examples of one command";
+
+const TOOLCALLS_EXAMPLES: &str = "\
+Examples:
+  vouch toolcalls parse < reply.txt              the calls vouch would run for a saved model reply
+  vouch toolcalls parse --format hermes < r.txt  read the reply with one parser only";
 
 const CLEAN_EXAMPLES: &str = "\
 Examples:
@@ -91,6 +118,82 @@ Examples:
   vouch profile --name rust     the shipped Rust preset
   vouch profile --list          the shipped presets";
 
+/// How the gate judges a change: the checks `vouch gate` and `vouch run` share.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Gate checks")]
+pub struct GateCheckArgs {
+    /// Blame failures that already happen at base, too.
+    #[arg(long)]
+    pub strict_baseline: bool,
+
+    /// Blame tests that fail at head and pass when rerun (they are reported as flaky either way).
+    #[arg(long)]
+    pub no_flaky: bool,
+
+    /// How many times a test failing at head is rerun alone before it is blamed.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_RERUNS)]
+    pub reruns: u32,
+
+    /// Pass a change to production files that changes no tests.
+    #[arg(long)]
+    pub allow_no_tests: bool,
+
+    /// Only these paths may change (glob, repeatable; adds to the profile's `allow` and to a task's scope).
+    #[arg(long, value_name = "GLOB")]
+    pub allow: Vec<String>,
+
+    /// These paths must not change (glob, repeatable; adds to the profile's `deny`).
+    #[arg(long, value_name = "GLOB")]
+    pub deny: Vec<String>,
+
+    /// Do not run the test step at base; every failure at head is blamed.
+    #[arg(long)]
+    pub no_baseline: bool,
+
+    /// Run the baseline again even if results for the base tree are cached.
+    #[arg(long)]
+    pub refresh_baseline: bool,
+
+    /// Skip the bite check (proving new tests fail without the production change).
+    #[arg(long)]
+    pub no_bite: bool,
+
+    /// Bite check: must any changed test fail without the production change, or all of them?
+    #[arg(long, value_name = "any|all")]
+    pub bite_require: Option<BiteRequire>,
+
+    /// Bite check: does a test that cannot build without the change count as biting?
+    #[arg(long, value_name = "accept|reject")]
+    pub bite_build_failure: Option<BuildFailure>,
+
+    /// Pass a change that deletes tests or weakens their assertions.
+    #[arg(long)]
+    pub allow_removed_tests: bool,
+
+    /// Use fresh temporary rooms instead of the reusable ones in the cache (slower: builds start cold).
+    #[arg(long)]
+    pub fresh_rooms: bool,
+}
+
+impl GateCheckArgs {
+    /// Sets these checks in `opts`; `allow` and `deny` add to what `opts` has.
+    pub fn apply(&self, opts: &mut crate::gate::Options) {
+        opts.strict_baseline = self.strict_baseline;
+        opts.no_flaky = self.no_flaky;
+        opts.reruns = self.reruns;
+        opts.allow_no_tests = self.allow_no_tests;
+        opts.allow.extend(self.allow.iter().cloned());
+        opts.deny.extend(self.deny.iter().cloned());
+        opts.no_baseline = self.no_baseline;
+        opts.refresh_baseline = self.refresh_baseline;
+        opts.no_bite = self.no_bite;
+        opts.bite_require = self.bite_require;
+        opts.bite_build_failure = self.bite_build_failure;
+        opts.allow_removed_tests = self.allow_removed_tests;
+        opts.fresh_rooms = self.fresh_rooms;
+    }
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct GateArgs {
     /// The repository to judge (any directory inside it). Never modified.
@@ -129,65 +232,16 @@ pub struct GateArgs {
     #[arg(long)]
     pub keep: bool,
 
-    /// Blame failures that already happen at base, too.
-    #[arg(long)]
-    pub strict_baseline: bool,
-
-    /// Blame tests that fail at head and pass when rerun (they are reported as flaky either way).
-    #[arg(long)]
-    pub no_flaky: bool,
-
-    /// How many times a test failing at head is rerun alone before it is blamed.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub reruns: u32,
-
-    /// Pass a change to production files that changes no tests.
-    #[arg(long)]
-    pub allow_no_tests: bool,
-
-    /// Only these paths may change (glob, repeatable; adds to the profile's `allow`).
-    #[arg(long, value_name = "GLOB")]
-    pub allow: Vec<String>,
-
-    /// These paths must not change (glob, repeatable; adds to the profile's `deny`).
-    #[arg(long, value_name = "GLOB")]
-    pub deny: Vec<String>,
-
-    /// Do not run the test step at base; every failure at head is blamed.
-    #[arg(long)]
-    pub no_baseline: bool,
-
-    /// Run the baseline again even if results for the base tree are cached.
-    #[arg(long)]
-    pub refresh_baseline: bool,
-
-    /// Skip the bite check (proving new tests fail without the production change).
-    #[arg(long)]
-    pub no_bite: bool,
-
-    /// Bite check: must any changed test fail without the production change, or all of them?
-    #[arg(long, value_name = "any|all")]
-    pub bite_require: Option<crate::gate::profile::BiteRequire>,
-
-    /// Bite check: does a test that cannot build without the change count as biting?
-    #[arg(long, value_name = "accept|reject")]
-    pub bite_build_failure: Option<crate::gate::profile::BuildFailure>,
-
-    /// Pass a change that deletes tests or weakens their assertions.
-    #[arg(long)]
-    pub allow_removed_tests: bool,
-
     /// Give up on the whole gate after this long (e.g. 30m, 2h); exit 3.
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
 
-    /// Use fresh temporary rooms instead of the reusable ones in the cache (slower: builds start cold).
-    #[arg(long)]
-    pub fresh_rooms: bool,
-
     /// No spinner and no summary on stderr (the reports are still written).
     #[arg(long, short)]
     pub quiet: bool,
+
+    #[command(flatten)]
+    pub checks: GateCheckArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -205,26 +259,53 @@ pub struct ProfileArgs {
     pub list: bool,
 }
 
-/// How tool calls are requested from the model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ToolModeArg {
-    /// Send `tools`; recover calls leaked into the reply text.
-    Native,
-    /// Describe the tools in the prompt; a JSON-schema response format makes each reply a call.
-    Constrained,
-    /// Native, switching to constrained when the server or the model cannot do native calls.
-    Auto,
+/// `vouch toolcalls`.
+#[derive(Debug, Clone, Args)]
+pub struct ToolcallsArgs {
+    #[command(subcommand)]
+    pub command: ToolcallsCommand,
 }
 
-impl From<ToolModeArg> for crate::model::ToolMode {
-    fn from(m: ToolModeArg) -> Self {
-        match m {
-            ToolModeArg::Native => crate::model::ToolMode::Native,
-            ToolModeArg::Constrained => crate::model::ToolMode::Constrained,
-            ToolModeArg::Auto => crate::model::ToolMode::Auto,
-        }
-    }
+#[derive(Debug, Clone, Subcommand)]
+pub enum ToolcallsCommand {
+    /// Recover the tool calls in raw model output read from stdin; print them as JSON.
+    #[command(after_help = PARSE_EXAMPLES)]
+    Parse(ParseArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ParseArgs {
+    /// A JSON array of OpenAI tool definitions to resolve names and type arguments with [default: vouch's agent tools].
+    #[arg(long, value_name = "FILE")]
+    pub tools: Option<PathBuf>,
+
+    /// Use this parser instead of detecting the format (a name from the list below).
+    #[arg(long, value_name = "NAME")]
+    pub format: Option<String>,
+}
+
+/// The help of `vouch toolcalls parse`; it lists every parser (a test checks it).
+pub const PARSE_EXAMPLES: &str = "\
+Examples:
+  vouch toolcalls parse < reply.txt                detect the format, use vouch's agent tools
+  vouch toolcalls parse --tools t.json < r.txt     resolve names against your tool definitions
+  vouch toolcalls parse --format glm < r.txt       read the reply as GLM / Laguna only
+  echo '<tool_call>{\"name\":\"list_files\",\"arguments\":{}}</tool_call>' | vouch toolcalls parse
+
+Prints {\"format\", \"calls\": [{\"name\", \"arguments\"}], \"content\"}, plus \"reasoning\" and
+\"warnings\" when there are any. A call inside <think>…</think> before an answer is not a call.
+
+Formats: hermes, qwen3-coder, seed-oss, glm, minimax-m2, step3, mistral, llama3-json,
+  json, pythonic, deepseek-r1, deepseek-v3.1, deepseek-dsml, kimi-k2, harmony,
+  functionary-v3.1, granite, nemotron, command-r7b, phi4, tool-calls-json, internlm,
+  gemma4, functiongemma";
+
+/// The name `--tool-mode` takes for the default mode.
+fn default_tool_mode() -> String {
+    ToolMode::default()
+        .to_possible_value()
+        .map(|v| v.get_name().to_string())
+        .unwrap_or_default()
 }
 
 #[derive(Debug, Clone, Args)]
@@ -250,29 +331,39 @@ pub struct RunArgs {
     #[arg(long, value_name = "REV")]
     pub base: Option<String>,
 
-    /// The model server's OpenAI-compatible base URL [env: VOUCH_ENDPOINT] [default: vouch.toml's endpoint, else http://127.0.0.1:8080].
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", help = format!(
+        "The model server's OpenAI-compatible base URL [env: VOUCH_ENDPOINT] \
+         [default: vouch.toml's endpoint, else {DEFAULT_ENDPOINT}]"
+    ))]
     pub endpoint: Option<String>,
 
-    /// The model name sent with each request (llama-server ignores it; vLLM and Ollama need it) [env: VOUCH_MODEL] [default: vouch.toml's model, else local].
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", help = format!(
+        "The model name sent with each request (llama-server ignores it; vLLM and Ollama need it) \
+         [env: VOUCH_MODEL] [default: vouch.toml's model, else {DEFAULT_MODEL}]"
+    ))]
     pub model: Option<String>,
 
     /// The name of the environment variable holding the server's API key (the key itself is never a flag) [env: VOUCH_API_KEY_ENV].
     #[arg(long, value_name = "NAME")]
     pub api_key_env: Option<String>,
 
-    /// How tool calls are requested: native tool calls, constrained JSON replies, or auto [default: vouch.toml's tool_mode, else auto].
-    #[arg(long, value_name = "MODE", value_enum)]
-    pub tool_mode: Option<ToolModeArg>,
+    #[arg(long, value_name = "MODE", value_enum, help = format!(
+        "How tool calls are requested: native tool calls, constrained JSON replies, or auto \
+         [default: vouch.toml's tool_mode, else {}]",
+        default_tool_mode()
+    ))]
+    pub tool_mode: Option<ToolMode>,
 
-    /// Stop after this many model turns [default: the task's max_turns, else vouch.toml's, else 50].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help = format!(
+        "Stop after this many model turns [default: the task's max_turns, else vouch.toml's, else {DEFAULT_MAX_TURNS}]"
+    ))]
     pub max_turns: Option<u32>,
 
-    /// Turns without a successful edit before only edit, write_file and submit are offered (3 more turns, then the run stops as stalled).
-    /// [default: vouch.toml's stall_turns, else 15]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help = format!(
+        "Turns without a successful edit before only edit, write_file and submit are offered \
+         ({DEFAULT_FORCING_TURNS} more turns, then the run stops as stalled). \
+         [default: vouch.toml's stall_turns, else {DEFAULT_STALL_TURNS}]"
+    ))]
     pub stall_turns: Option<u32>,
 
     /// Stop the run after this much wall time (e.g. 30m, 2h).
@@ -283,9 +374,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub token_budget: Option<u64>,
 
-    /// How many times a change the gate rejects goes back to the model for repair.
-    /// [default: vouch.toml's repair_cycles, else 2]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help = format!(
+        "How many times a change the gate rejects goes back to the model for repair. \
+         [default: vouch.toml's repair_cycles, else {DEFAULT_REPAIR_CYCLES}]"
+    ))]
     pub repair_cycles: Option<u32>,
 
     /// A preset name (rust, go, python, node) or a profile TOML file for run_tests and the gate [default: the task's, else detected].
@@ -304,17 +396,21 @@ pub struct RunArgs {
     #[arg(long)]
     pub allow_shell: bool,
 
-    /// Timeout of each `shell` command (e.g. 30s, 5m); the command's process group is killed.
-    #[arg(long, value_name = "DURATION", default_value = "120s")]
-    pub shell_timeout: String,
+    #[arg(long, value_name = "DURATION", help = format!(
+        "Timeout of each `shell` command (e.g. 30s, 5m); the command's process group is killed \
+         [default: {}s]",
+        DEFAULT_SHELL_TIMEOUT.as_secs()
+    ))]
+    pub shell_timeout: Option<String>,
 
     /// Also write the run's JSON report to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 
-    /// The model's context size in tokens, used when the server does not tell (llama-server's /props does); old tool outputs are elided past 80% of it.
-    /// [default: vouch.toml's context, else 32768]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help = format!(
+        "The model's context size in tokens, used when the server does not tell (llama-server's /props does); \
+         old tool outputs are elided past {ELIDE_AT}% of it. [default: vouch.toml's context, else {DEFAULT_CONTEXT}]"
+    ))]
     pub context: Option<u64>,
 
     /// Remove the task's existing worktree and branch vouch/<task-id> first.
@@ -328,4 +424,111 @@ pub struct RunArgs {
     /// No per-turn lines and no summary on stderr (the records are still written).
     #[arg(long, short)]
     pub quiet: bool,
+
+    #[command(flatten)]
+    pub checks: GateCheckArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every command of the tree with its path (`vouch toolcalls parse`), the root first.
+    fn commands() -> Vec<(String, clap::Command)> {
+        fn walk(path: String, cmd: &clap::Command, out: &mut Vec<(String, clap::Command)>) {
+            out.push((path.clone(), cmd.clone()));
+            for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+                walk(format!("{path} {}", sub.get_name()), sub, out);
+            }
+        }
+        let mut root = Cli::command();
+        root.build();
+        let mut out = Vec::new();
+        walk("vouch".into(), &root, &mut out);
+        out
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_tree_has_every_command() {
+        let names: Vec<String> = commands().into_iter().map(|(path, _)| path).collect();
+        assert_eq!(
+            names,
+            [
+                "vouch",
+                "vouch gate",
+                "vouch toolcalls",
+                "vouch toolcalls parse",
+                "vouch profile",
+                "vouch run",
+                "vouch clean",
+            ]
+        );
+    }
+
+    #[test]
+    fn every_flag_of_every_command_has_help_text() {
+        for (path, cmd) in commands() {
+            for arg in cmd.get_arguments() {
+                let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+                assert!(
+                    !help.trim().is_empty(),
+                    "`{path}`: {} has no help text",
+                    arg.get_long()
+                        .map(|l| format!("--{l}"))
+                        .unwrap_or_else(|| arg.get_id().to_string())
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_command_help_has_examples() {
+        for (path, mut cmd) in commands() {
+            let help = cmd.render_long_help().to_string();
+            let examples = help
+                .split_once("\nExamples:\n")
+                .map(|(_, rest)| rest)
+                .unwrap_or_else(|| panic!("`{path} --help` has no Examples section:\n{help}"));
+            let first = examples.lines().next().unwrap_or_default();
+            assert!(
+                first.trim_start().starts_with(&path),
+                "`{path} --help`: the first example does not run `{path}`: {first}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_help_shows_the_named_defaults() {
+        let run = commands()
+            .into_iter()
+            .find(|(path, _)| path == "vouch run")
+            .map(|(_, mut cmd)| cmd.render_long_help().to_string())
+            .unwrap();
+        // Wrapping depends on the terminal; compare with single spaces.
+        let run = run.split_whitespace().collect::<Vec<_>>().join(" ");
+        for default in [
+            format!("else {DEFAULT_MAX_TURNS}]"),
+            format!("else {DEFAULT_STALL_TURNS}]"),
+            format!("({DEFAULT_FORCING_TURNS} more turns"),
+            format!("else {DEFAULT_REPAIR_CYCLES}]"),
+            format!("else {DEFAULT_CONTEXT}]"),
+            format!("past {ELIDE_AT}% of it"),
+            format!("[default: {}s]", DEFAULT_SHELL_TIMEOUT.as_secs()),
+            format!("else {DEFAULT_ENDPOINT}]"),
+            format!("else {DEFAULT_MODEL}]"),
+            "else auto]".to_string(),
+            format!("[default: {DEFAULT_RERUNS}]"),
+        ] {
+            assert!(
+                run.contains(&default),
+                "`vouch run --help` lacks {default:?}:\n{run}"
+            );
+        }
+    }
 }

@@ -2,16 +2,17 @@
 //!
 //! The order, lowest first: built-in defaults, the user's file (`$XDG_CONFIG_HOME/vouch/vouch.toml`, else
 //! `~/.config/vouch/vouch.toml`), the repository's file (`<repo>/vouch.toml`), the environment
-//! (`VOUCH_ENDPOINT`, `VOUCH_MODEL`, `VOUCH_API_KEY_ENV`), the flags. A key a file does not know is an error
-//! naming the key and the file.
+//! (`VOUCH_ENDPOINT`, `VOUCH_MODEL`, `VOUCH_API_KEY_ENV`), the flags. A file is read once into typed values
+//! (the tool mode into [`ToolMode`], numbers into numbers); a key the file does not know, or a value of the
+//! wrong kind, is an error naming the file and the key.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use serde::Deserialize;
 
-use crate::cli::ToolModeArg;
 use crate::error::VouchError;
+use crate::model::ToolMode;
 
 /// The file name, in the repository and in the user's config directory.
 pub const FILE_NAME: &str = "vouch.toml";
@@ -23,7 +24,7 @@ pub struct Settings {
     pub endpoint: Option<String>,
     pub model: Option<String>,
     pub api_key_env: Option<String>,
-    pub tool_mode: Option<ToolModeArg>,
+    pub tool_mode: Option<ToolMode>,
     pub max_turns: Option<u32>,
     pub stall_turns: Option<u32>,
     pub repair_cycles: Option<u32>,
@@ -58,8 +59,25 @@ impl Settings {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Settings::default()),
             Err(e) => return Err(VouchError::usage(format!("read {}: {e}", path.display())).into()),
         };
-        toml::from_str(&text)
-            .map_err(|e| VouchError::usage(format!("{}: {}", path.display(), e.message())).into())
+        Settings::parse(&text)
+            .map_err(|e| VouchError::usage(format!("{}: {e}", path.display())).into())
+    }
+
+    /// Reads the text of a file; the error names the key whose value is wrong.
+    fn parse(text: &str) -> std::result::Result<Settings, String> {
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| e.message().to_string())?;
+        // One key at a time, so that an error names its key: serde's messages for a bad value do not.
+        let mut settings = Settings::default();
+        for (key, value) in table {
+            let one = toml::Table::from_iter([(key.clone(), value)]);
+            let layer: Settings = one
+                .try_into()
+                .map_err(|e: toml::de::Error| format!("{key}: {}", e.message()))?;
+            settings = settings.overlay(layer);
+        }
+        Ok(settings)
     }
 
     /// The environment's layer: `VOUCH_ENDPOINT`, `VOUCH_MODEL`, `VOUCH_API_KEY_ENV` (empty counts as unset).
@@ -132,7 +150,72 @@ mod tests {
         let ok = dir.path().join("ok.toml");
         std::fs::write(&ok, "tool_mode = \"constrained\"\nsignoff = true\n").unwrap();
         let s = Settings::load(&ok).unwrap();
-        assert_eq!(s.tool_mode, Some(ToolModeArg::Constrained));
+        assert_eq!(s.tool_mode, Some(ToolMode::Constrained));
         assert_eq!(s.signoff, Some(true));
+    }
+
+    #[test]
+    fn a_file_is_read_into_typed_values() {
+        let text =
+            "endpoint = \"http://gpu:8000\"\nmodel = \"qwen3-coder\"\napi_key_env = \"KEY\"\n\
+                    tool_mode = \"native\"\nmax_turns = 30\nstall_turns = 5\nrepair_cycles = 0\n\
+                    context = 65536\nprofile = \"rust\"\nauthor = \"A <a@b.c>\"\nsignoff = false\n";
+        assert_eq!(
+            Settings::parse(text).unwrap(),
+            Settings {
+                endpoint: Some("http://gpu:8000".into()),
+                model: Some("qwen3-coder".into()),
+                api_key_env: Some("KEY".into()),
+                tool_mode: Some(ToolMode::Native),
+                max_turns: Some(30),
+                stall_turns: Some(5),
+                repair_cycles: Some(0),
+                context: Some(65536),
+                profile: Some("rust".into()),
+                author: Some("A <a@b.c>".into()),
+                signoff: Some(false),
+            }
+        );
+        assert_eq!(Settings::parse("").unwrap(), Settings::default());
+    }
+
+    #[test]
+    fn a_bad_value_is_a_load_error_naming_the_file_and_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        for (text, key, why) in [
+            (
+                "tool_mode = \"fast\"\n",
+                "tool_mode",
+                "unknown variant `fast`",
+            ),
+            ("max_turns = \"many\"\n", "max_turns", "invalid type"),
+            ("max_turns = -1\n", "max_turns", "-1"),
+            ("signoff = \"yes\"\n", "signoff", "invalid type"),
+            ("context = 1.5\n", "context", "invalid type"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let err = Settings::load(&path).unwrap_err();
+            assert_eq!(crate::error::exit_code_of(&err), crate::error::EXIT_USAGE);
+            let err = format!("{err:#}");
+            assert!(
+                err.starts_with(&format!("{}: {key}: ", path.display())),
+                "{text}: {err}"
+            );
+            assert!(err.contains(why), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_file_that_is_not_toml_is_a_load_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        std::fs::write(&path, "max_turns = \n").unwrap();
+        let err = Settings::load(&path).unwrap_err();
+        assert_eq!(crate::error::exit_code_of(&err), crate::error::EXIT_USAGE);
+        assert!(
+            format!("{err:#}").starts_with(&path.display().to_string()),
+            "{err:#}"
+        );
     }
 }

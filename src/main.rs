@@ -11,10 +11,13 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             let code = vouch::error::exit_code_of(&err);
-            eprintln!("error: {err:#}");
+            let mut text = format!("error: {err:#}\n");
             if let Some(hint) = vouch::error::hint_of(&err) {
-                eprintln!("hint: {hint}");
+                text.push_str(&format!("hint: {hint}\n"));
             }
+            // Nowhere is left to report a failure to write the error itself; the exit code still says it.
+            let mut stderr = vouch::commands::output::stderr();
+            let _ = stderr.print(&text).and_then(|()| stderr.finish());
             code
         }
     };

@@ -51,7 +51,17 @@ const REPAIR_STEP_CAP: usize = 3000;
 /// The context size assumed when the server does not say and `--context` is not given.
 pub const DEFAULT_CONTEXT: u64 = 32768;
 /// Percent of the context a prompt may fill before old tool outputs are elided.
-const ELIDE_AT: u64 = 80;
+pub const ELIDE_AT: u64 = 80;
+/// Model turns before a run stops as incomplete, unless the task, `vouch.toml` or `--max-turns` says.
+pub const DEFAULT_MAX_TURNS: u32 = 50;
+/// Turns without a successful edit before the forcing phase, unless configured.
+pub const DEFAULT_STALL_TURNS: u32 = 15;
+/// Turns of the forcing phase before the run stops as stalled.
+pub const DEFAULT_FORCING_TURNS: u32 = 3;
+/// Gate rejections sent back to the model for repair, unless configured.
+pub const DEFAULT_REPAIR_CYCLES: u32 = 2;
+/// Timeout of each `shell` command, unless `--shell-timeout` says.
+pub const DEFAULT_SHELL_TIMEOUT: Duration = Duration::from_secs(120);
 /// Percent of the context one elision step aims to get the prompt under.
 const ELIDE_TO: u64 = 50;
 /// Tool outputs at most this long are never elided.
@@ -79,14 +89,14 @@ pub struct Rails {
 impl Default for Rails {
     fn default() -> Rails {
         Rails {
-            max_turns: 50,
-            stall_turns: 15,
-            forcing_turns: 3,
+            max_turns: DEFAULT_MAX_TURNS,
+            stall_turns: DEFAULT_STALL_TURNS,
+            forcing_turns: DEFAULT_FORCING_TURNS,
             repeat_limit: 3,
             malformed_limit: 3,
             wall_time: None,
             tokens: None,
-            repair_cycles: 2,
+            repair_cycles: DEFAULT_REPAIR_CYCLES,
         }
     }
 }
@@ -118,6 +128,9 @@ pub struct Config {
     pub shell: Option<Duration>,
     /// The gate's cache root.
     pub cache: PathBuf,
+    /// The gate's checks (`--strict-baseline`, `--no-bite`, `--deny`, ...). Each gating sets the repository,
+    /// revisions, profile, claim, cache and workspaces itself, and adds the task's scope to `allow`.
+    pub gate: crate::gate::Options,
 }
 
 /// Runs the task to a status. `Err` means the run could not start (bad repository, existing workspace,
@@ -837,12 +850,13 @@ impl Agent<'_> {
             short(&self.wt.base.to_string()),
             short(&oid.to_string())
         ));
-        let mut opts = crate::gate::Options::for_repo(&self.wt.repo);
+        let mut opts = self.cfg.gate.clone();
+        opts.repo = self.wt.repo.clone();
         opts.base = Some(self.wt.base.to_string());
         opts.head = oid.to_string();
         opts.profile = self.cfg.profile.clone();
         opts.claimed = Some(Claim::Go);
-        opts.allow = self.cfg.task.scope.clone();
+        opts.allow.extend(self.cfg.task.scope.iter().cloned());
         opts.cache = self.cfg.cache.clone();
         opts.workspaces = self.cfg.workspaces.clone();
         let report = crate::gate::run(&opts, self.ui, self.cancel)

@@ -10,6 +10,8 @@ use git2::{BranchType, Oid, Repository, StatusOptions};
 use crate::cli::CleanArgs;
 use crate::error::{VouchError, EXIT_PASS};
 
+use super::output;
+
 /// What is in the way of removing a workspace.
 enum Unsaved {
     /// Commits on the branch that the default branch and HEAD do not contain.
@@ -21,6 +23,8 @@ enum Unsaved {
 pub fn run(args: CleanArgs) -> Result<i32> {
     let dir = args.repo.clone().unwrap_or_else(|| PathBuf::from("."));
     let user = crate::git::open(&dir)?;
+    // A reader that goes away early ends the listing, not the cleaning.
+    let mut out = output::stdout();
     let ids = if args.ids.is_empty() {
         discover(&user)?
     } else {
@@ -60,15 +64,15 @@ pub fn run(args: CleanArgs) -> Result<i32> {
                     ),
                 })
                 .collect();
-            println!(
+            out.line(&format!(
                 "  kept     {id}: {} (merge it, or pass --force to remove it anyway)",
                 why.join("; ")
-            );
+            ))?;
             kept += 1;
             continue;
         }
         crate::workspace::remove(&user, &dir, id, &branch)?;
-        println!(
+        out.line(&format!(
             "  removed  {id}: {}branch {branch}{}",
             if registered.is_some() {
                 format!("worktree {}, ", dir.display())
@@ -80,10 +84,11 @@ pub fn run(args: CleanArgs) -> Result<i32> {
             } else {
                 " (forced: its unmerged work is gone)"
             }
-        );
+        ))?;
         removed += 1;
     }
-    println!("vouch clean: {removed} removed, {kept} kept");
+    out.line(&format!("vouch clean: {removed} removed, {kept} kept"))?;
+    out.finish()?;
     if !missing.is_empty() {
         return Err(VouchError::usage_hint(
             format!(

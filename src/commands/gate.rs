@@ -1,9 +1,6 @@
-//! `vouch gate`: runs the gate on a tokio runtime, handles Ctrl-C and the gate timeout, writes the reports.
+//! `vouch gate`: runs the gate on the command runtime, handles Ctrl-C and the gate timeout, writes the reports.
 
-use std::path::Path;
-
-use anyhow::{Context, Result};
-use tokio_util::sync::CancellationToken;
+use anyhow::Result;
 
 use crate::cli::GateArgs;
 use crate::error::{VouchError, EXIT_FAIL, EXIT_INFRA, EXIT_PASS};
@@ -12,6 +9,8 @@ use crate::gate::report::Report;
 use crate::gate::{self, Options};
 use crate::ui::Ui;
 
+use super::{output, runtime, write_file};
+
 pub fn run(args: GateArgs) -> Result<i32> {
     let timeout = args
         .timeout
@@ -19,42 +18,10 @@ pub fn run(args: GateArgs) -> Result<i32> {
         .map(gate::profile::parse_duration)
         .transpose()
         .map_err(|e| VouchError::usage(format!("bad --timeout: {e:#}")))?;
-    let opts = Options {
-        repo: args.repo.clone(),
-        base: args.base.clone(),
-        head: args.head.clone(),
-        profile: args.profile.clone(),
-        claimed: args.claimed,
-        keep: args.keep,
-        strict_baseline: args.strict_baseline,
-        no_flaky: args.no_flaky,
-        reruns: args.reruns,
-        allow_no_tests: args.allow_no_tests,
-        allow: args.allow.clone(),
-        deny: args.deny.clone(),
-        no_baseline: args.no_baseline,
-        refresh_baseline: args.refresh_baseline,
-        no_bite: args.no_bite,
-        bite_require: args.bite_require,
-        bite_build_failure: args.bite_build_failure,
-        allow_removed_tests: args.allow_removed_tests,
-        fresh_rooms: args.fresh_rooms,
-        workspaces: std::path::PathBuf::from("workspaces"),
-        cache: gate::default_cache_dir(),
-    };
+    let opts = options(&args);
     let ui = Ui::new(args.quiet);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("start the async runtime")?;
-    let report = rt.block_on(async {
-        let cancel = CancellationToken::new();
-        let on_signal = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                on_signal.cancel();
-            }
-        });
+    // The runtime (and with it every room and child process group) is gone before we report.
+    let report = runtime::block_on(|cancel| async move {
         let work = gate::run(&opts, &ui, &cancel);
         match timeout {
             Some(limit) => match tokio::time::timeout(limit, work).await {
@@ -70,30 +37,37 @@ pub fn run(args: GateArgs) -> Result<i32> {
             },
             None => {
                 let r = work.await;
-                if cancel.is_cancelled() {
-                    Err(VouchError::Interrupted.into())
-                } else {
-                    r
-                }
+                runtime::unless_interrupted(&cancel, r)
             }
         }
-    });
-    // The runtime (and with it every room and child process group) is gone before we report.
-    rt.shutdown_timeout(std::time::Duration::from_secs(5));
-    let report = report?;
+    })?;
     if let Some(path) = &args.json {
-        write(path, &serde_json::to_string_pretty(&report)?)?;
+        write_file(path, &serde_json::to_string_pretty(&report)?)?;
     }
     if let Some(path) = &args.markdown {
-        write(path, &report.markdown())?;
+        write_file(path, &report.markdown())?;
     }
     if let Some(path) = &args.junit {
-        write(path, &report.junit())?;
+        write_file(path, &report.junit())?;
     }
     if !args.quiet {
-        eprint!("{}", report.console_summary());
+        let mut err = output::stderr();
+        err.print(&report.console_summary())?;
+        err.finish()?;
     }
     Ok(exit_code(&report))
+}
+
+/// The gate's options for the flags.
+fn options(args: &GateArgs) -> Options {
+    let mut opts = Options::for_repo(&args.repo);
+    opts.base = args.base.clone();
+    opts.head = args.head.clone();
+    opts.profile = args.profile.clone();
+    opts.claimed = args.claimed;
+    opts.keep = args.keep;
+    args.checks.apply(&mut opts);
+    opts
 }
 
 fn exit_code(report: &Report) -> i32 {
@@ -104,9 +78,79 @@ fn exit_code(report: &Report) -> i32 {
     }
 }
 
-fn write(path: &Path, text: &str) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn gate_args(argv: &[&str]) -> GateArgs {
+        let cli = Cli::try_parse_from(["vouch", "gate"].iter().chain(argv)).unwrap();
+        match cli.command {
+            Command::Gate(args) => *args,
+            other => panic!("not gate: {other:?}"),
+        }
     }
-    std::fs::write(path, text).with_context(|| format!("write {}", path.display()))
+
+    #[test]
+    fn without_flags_the_options_are_the_gates_defaults() {
+        let opts = options(&gate_args(&[]));
+        let want = Options::for_repo(std::path::Path::new("."));
+        assert_eq!(format!("{opts:?}"), format!("{want:?}"));
+    }
+
+    #[test]
+    fn every_flag_lands_in_the_options() {
+        let opts = options(&gate_args(&[
+            "--repo",
+            "../svc",
+            "--base",
+            "main",
+            "--head",
+            "fix",
+            "--profile",
+            "go",
+            "--claimed",
+            "NO-GO",
+            "--keep",
+            "--strict-baseline",
+            "--no-flaky",
+            "--reruns",
+            "3",
+            "--allow-no-tests",
+            "--allow",
+            "src/**",
+            "--deny",
+            "vendor/**",
+            "--no-baseline",
+            "--refresh-baseline",
+            "--no-bite",
+            "--bite-require",
+            "all",
+            "--bite-build-failure",
+            "reject",
+            "--allow-removed-tests",
+            "--fresh-rooms",
+        ]));
+        let mut want = Options::for_repo(std::path::Path::new("../svc"));
+        want.base = Some("main".into());
+        want.head = "fix".into();
+        want.profile = Some("go".into());
+        want.claimed = Some(crate::gate::outcome::Claim::NoGo);
+        want.keep = true;
+        want.strict_baseline = true;
+        want.no_flaky = true;
+        want.reruns = 3;
+        want.allow_no_tests = true;
+        want.allow = vec!["src/**".into()];
+        want.deny = vec!["vendor/**".into()];
+        want.no_baseline = true;
+        want.refresh_baseline = true;
+        want.no_bite = true;
+        want.bite_require = Some(gate::profile::BiteRequire::All);
+        want.bite_build_failure = Some(gate::profile::BuildFailure::Reject);
+        want.allow_removed_tests = true;
+        want.fresh_rooms = true;
+        assert_eq!(format!("{opts:?}"), format!("{want:?}"));
+    }
 }

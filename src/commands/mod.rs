@@ -1,12 +1,17 @@
-//! One module per subcommand; [`run`] dispatches and returns the exit code.
+//! One module per subcommand; [`run`] dispatches and returns the exit code. [`runtime`] is the async runtime
+//! and Ctrl-C of the commands that need them; [`output`] is where every command writes.
 
 pub mod clean;
 pub mod gate;
+pub mod output;
 pub mod profile;
 pub mod run;
+pub mod runtime;
 pub mod toolcalls;
 
-use anyhow::Result;
+use std::path::Path;
+
+use anyhow::{Context, Result};
 
 use crate::cli::{Cli, Command};
 
@@ -19,4 +24,12 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Run(args) => run::run(*args),
         Command::Clean(args) => clean::run(args),
     }
+}
+
+/// Writes a report file, creating its directory.
+fn write_file(path: &Path, text: &str) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    }
+    std::fs::write(path, text).with_context(|| format!("write {}", path.display()))
 }

@@ -1,18 +1,20 @@
-//! `vouch run`: reads the task, sets up the model client and budgets, runs the agent loop on a tokio runtime
-//! with Ctrl-C, writes the extra JSON report and maps the status to an exit code.
+//! `vouch run`: reads the task, sets up the model client, budgets and gate checks, runs the agent loop on the
+//! command runtime with Ctrl-C, writes the extra JSON report and maps the status to an exit code.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::time::Duration;
 
-use anyhow::{Context, Result};
-use tokio_util::sync::CancellationToken;
+use anyhow::Result;
 
-use crate::agent::{self, Config, Rails, Task};
-use crate::cli::{RunArgs, ToolModeArg};
+use crate::agent::{self, Config, Rails, Task, DEFAULT_MAX_TURNS, DEFAULT_SHELL_TIMEOUT};
+use crate::cli::RunArgs;
 use crate::config::Settings;
 use crate::error::VouchError;
 use crate::gate;
-use crate::model::ModelConfig;
+use crate::model::{ModelConfig, DEFAULT_ENDPOINT, DEFAULT_MODEL};
 use crate::ui::Ui;
+
+use super::{output, runtime, write_file};
 
 pub fn run(args: RunArgs) -> Result<i32> {
     if let Some(issue) = &args.issue {
@@ -23,26 +25,64 @@ pub fn run(args: RunArgs) -> Result<i32> {
         (None, Some(prompt)) => Task::from_prompt(prompt)?,
         (None, None) => return Err(VouchError::usage("give --task FILE or --prompt TEXT").into()),
     };
-    let wall_time = args
-        .wall_time
-        .as_deref()
-        .map(gate::profile::parse_duration)
-        .transpose()
-        .map_err(|e| VouchError::usage(format!("bad --wall-time: {e:#}")))?;
-    let shell = if args.allow_shell {
-        let timeout = gate::profile::parse_duration(&args.shell_timeout)
-            .map_err(|e| VouchError::usage(format!("bad --shell-timeout: {e:#}")))?;
-        Some(timeout)
-    } else {
-        None
-    };
+    let timeouts = Timeouts::from_flags(&args)?;
     let repo = args
         .repo
         .clone()
         .or_else(|| task.repo.clone())
         .unwrap_or_else(|| PathBuf::from("."));
     // defaults < user's vouch.toml < repository's vouch.toml < environment < flags.
-    let flags = Settings {
+    let settings = Settings::from_files(&repo)?
+        .overlay(Settings::from_env())
+        .overlay(flag_settings(&args));
+    let cfg = config(&args, task, repo, &settings, timeouts)?;
+    let ui = Ui::new(args.quiet);
+    let report = runtime::block_on(|cancel| async move { agent::run(&cfg, &ui, &cancel).await })?;
+    if let Some(path) = &args.json {
+        write_file(path, &serde_json::to_string_pretty(&report)?)?;
+    }
+    if !args.quiet {
+        let mut err = output::stderr();
+        err.print(&report.console_summary())?;
+        err.finish()?;
+    }
+    Ok(report.exit_code())
+}
+
+/// The duration flags, read before anything else is loaded.
+#[derive(Debug)]
+struct Timeouts {
+    wall_time: Option<Duration>,
+    /// The `shell` tool's timeout, when the tool is offered.
+    shell: Option<Duration>,
+}
+
+impl Timeouts {
+    fn from_flags(args: &RunArgs) -> Result<Timeouts> {
+        let wall_time = args
+            .wall_time
+            .as_deref()
+            .map(gate::profile::parse_duration)
+            .transpose()
+            .map_err(|e| VouchError::usage(format!("bad --wall-time: {e:#}")))?;
+        // The timeout is only read when the shell is offered.
+        let shell = if args.allow_shell {
+            let timeout = match &args.shell_timeout {
+                Some(text) => gate::profile::parse_duration(text)
+                    .map_err(|e| VouchError::usage(format!("bad --shell-timeout: {e:#}")))?,
+                None => DEFAULT_SHELL_TIMEOUT,
+            };
+            Some(timeout)
+        } else {
+            None
+        };
+        Ok(Timeouts { wall_time, shell })
+    }
+}
+
+/// The flags' layer of settings.
+fn flag_settings(args: &RunArgs) -> Settings {
+    Settings {
         endpoint: args.endpoint.clone(),
         model: args.model.clone(),
         api_key_env: args.api_key_env.clone(),
@@ -54,28 +94,35 @@ pub fn run(args: RunArgs) -> Result<i32> {
         profile: args.profile.clone(),
         author: args.author.clone(),
         signoff: args.signoff.then_some(true),
-    };
-    let settings = Settings::from_files(&repo)?
-        .overlay(Settings::from_env())
-        .overlay(flags);
+    }
+}
+
+/// The run's configuration from the flags, the task and the merged settings.
+fn config(
+    args: &RunArgs,
+    task: Task,
+    repo: PathBuf,
+    settings: &Settings,
+    timeouts: Timeouts,
+) -> Result<Config> {
     let mut model = ModelConfig::new(
         settings
             .endpoint
             .clone()
-            .unwrap_or_else(|| "http://127.0.0.1:8080".to_string()),
+            .unwrap_or_else(|| DEFAULT_ENDPOINT.to_string()),
         settings
             .model
             .clone()
-            .unwrap_or_else(|| "local".to_string()),
+            .unwrap_or_else(|| DEFAULT_MODEL.to_string()),
     );
     model.api_key_env = settings.api_key_env.clone();
-    model.tool_mode = settings.tool_mode.unwrap_or(ToolModeArg::Auto).into();
+    model.tool_mode = settings.tool_mode.unwrap_or_default();
     // The task's front matter is more specific than a config file, less than a flag.
     let max_turns = args
         .max_turns
         .or(task.max_turns)
         .or(settings.max_turns)
-        .unwrap_or(50);
+        .unwrap_or(DEFAULT_MAX_TURNS);
     if max_turns == 0 {
         return Err(VouchError::usage("--max-turns must be at least 1").into());
     }
@@ -84,8 +131,10 @@ pub fn run(args: RunArgs) -> Result<i32> {
         .clone()
         .or_else(|| task.profile.clone())
         .or_else(|| settings.profile.clone());
+    let mut checks = gate::Options::for_repo(&repo);
+    args.checks.apply(&mut checks);
     let defaults = Rails::default();
-    let cfg = Config {
+    Ok(Config {
         repo,
         base: args
             .base
@@ -101,41 +150,18 @@ pub fn run(args: RunArgs) -> Result<i32> {
         rails: Rails {
             max_turns,
             stall_turns: settings.stall_turns.unwrap_or(defaults.stall_turns).max(1),
-            wall_time,
+            wall_time: timeouts.wall_time,
             tokens: args.token_budget,
             repair_cycles: settings.repair_cycles.unwrap_or(defaults.repair_cycles),
             ..defaults
         },
         author: settings.author.clone(),
         signoff: settings.signoff.unwrap_or(false),
-        shell,
+        shell: timeouts.shell,
         cache: gate::default_cache_dir(),
+        gate: checks,
         task,
-    };
-    let ui = Ui::new(args.quiet);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("start the async runtime")?;
-    let report = rt.block_on(async {
-        let cancel = CancellationToken::new();
-        let on_signal = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                on_signal.cancel();
-            }
-        });
-        agent::run(&cfg, &ui, &cancel).await
-    });
-    rt.shutdown_timeout(std::time::Duration::from_secs(5));
-    let report = report?;
-    if let Some(path) = &args.json {
-        write(path, &serde_json::to_string_pretty(&report)?)?;
-    }
-    if !args.quiet {
-        eprint!("{}", report.console_summary());
-    }
-    Ok(report.exit_code())
+    })
 }
 
 /// `--issue OWNER/REPO#N`: checked for form; fetching it from a forge is not built yet.
@@ -171,16 +197,99 @@ fn valid_issue(issue: &str) -> bool {
         && number.parse::<u64>().is_ok_and(|n| n > 0)
 }
 
-fn write(path: &Path, text: &str) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-    }
-    std::fs::write(path, text).with_context(|| format!("write {}", path.display()))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::valid_issue;
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn run_args(argv: &[&str]) -> RunArgs {
+        let cli = Cli::try_parse_from(
+            ["vouch", "run", "--prompt", "add subtracts"]
+                .iter()
+                .chain(argv),
+        )
+        .unwrap();
+        match cli.command {
+            Command::Run(args) => *args,
+            other => panic!("not run: {other:?}"),
+        }
+    }
+
+    fn config_of(argv: &[&str]) -> Result<Config> {
+        let args = run_args(argv);
+        let settings = Settings::default().overlay(flag_settings(&args));
+        let timeouts = Timeouts::from_flags(&args)?;
+        let task = Task::from_prompt("add subtracts")?;
+        config(&args, task, PathBuf::from("calc"), &settings, timeouts)
+    }
+
+    #[test]
+    fn without_flags_a_run_gets_the_named_defaults() {
+        let cfg = config_of(&[]).unwrap();
+        assert_eq!(cfg.model.endpoint, DEFAULT_ENDPOINT);
+        assert_eq!(cfg.model.model, DEFAULT_MODEL);
+        assert_eq!(cfg.model.tool_mode, crate::model::ToolMode::Auto);
+        assert_eq!(
+            format!("{:?}", cfg.rails),
+            format!("{:?}", Rails::default())
+        );
+        assert_eq!(cfg.rails.max_turns, DEFAULT_MAX_TURNS);
+        assert_eq!(cfg.shell, None);
+        let gate = gate::Options::for_repo(std::path::Path::new("calc"));
+        assert_eq!(format!("{:?}", cfg.gate), format!("{gate:?}"));
+    }
+
+    #[test]
+    fn the_shell_timeout_defaults_to_the_named_constant_and_is_read_only_with_the_shell() {
+        let cfg = config_of(&["--allow-shell"]).unwrap();
+        assert_eq!(cfg.shell, Some(DEFAULT_SHELL_TIMEOUT));
+        let cfg = config_of(&["--allow-shell", "--shell-timeout", "5m"]).unwrap();
+        assert_eq!(cfg.shell, Some(Duration::from_secs(300)));
+        assert!(config_of(&["--shell-timeout", "nonsense"]).is_ok());
+        let err = config_of(&["--allow-shell", "--shell-timeout", "0"]).unwrap_err();
+        assert!(err.to_string().starts_with("bad --shell-timeout"), "{err}");
+    }
+
+    #[test]
+    fn the_gate_checks_of_a_run_reach_the_gate_options() {
+        let cfg = config_of(&[
+            "--strict-baseline",
+            "--no-flaky",
+            "--reruns",
+            "0",
+            "--allow-no-tests",
+            "--allow",
+            "src/**",
+            "--deny",
+            "migrations/**",
+            "--no-baseline",
+            "--refresh-baseline",
+            "--no-bite",
+            "--bite-require",
+            "all",
+            "--bite-build-failure",
+            "reject",
+            "--allow-removed-tests",
+            "--fresh-rooms",
+        ])
+        .unwrap();
+        let mut want = gate::Options::for_repo(std::path::Path::new("calc"));
+        want.strict_baseline = true;
+        want.no_flaky = true;
+        want.reruns = 0;
+        want.allow_no_tests = true;
+        want.allow = vec!["src/**".into()];
+        want.deny = vec!["migrations/**".into()];
+        want.no_baseline = true;
+        want.refresh_baseline = true;
+        want.no_bite = true;
+        want.bite_require = Some(gate::profile::BiteRequire::All);
+        want.bite_build_failure = Some(gate::profile::BuildFailure::Reject);
+        want.allow_removed_tests = true;
+        want.fresh_rooms = true;
+        assert_eq!(format!("{:?}", cfg.gate), format!("{want:?}"));
+    }
 
     #[test]
     fn issues_have_the_form_owner_repo_number() {

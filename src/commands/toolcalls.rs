@@ -1,54 +1,17 @@
 //! `vouch toolcalls`: tool-call recovery on raw model output, for checking what a model's reply turns into
 //! (and for a bug report when it turns into nothing).
 
-use std::io::{self, Read as _, Write as _};
-use std::path::{Path, PathBuf};
+use std::io::{self, Read as _};
+use std::path::Path;
 
 use anyhow::{Context as _, Result};
 use serde_json::Value;
 
+use crate::cli::{ParseArgs, ToolcallsArgs, ToolcallsCommand};
 use crate::error::VouchError;
 use crate::toolcall::{self, Format, Message, Recovered, ToolSpec};
 
-/// `vouch toolcalls`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ToolcallsArgs {
-    #[command(subcommand)]
-    pub command: ToolcallsCommand,
-}
-
-#[derive(Debug, Clone, clap::Subcommand)]
-pub enum ToolcallsCommand {
-    /// Recover the tool calls in raw model output read from stdin; print them as JSON.
-    #[command(after_help = PARSE_EXAMPLES)]
-    Parse(ParseArgs),
-}
-
-#[derive(Debug, Clone, clap::Args)]
-pub struct ParseArgs {
-    /// A JSON array of OpenAI tool definitions to resolve names and type arguments with [default: vouch's agent tools].
-    #[arg(long, value_name = "FILE")]
-    pub tools: Option<PathBuf>,
-
-    /// Use this parser instead of detecting the format (a name from the list below).
-    #[arg(long, value_name = "NAME")]
-    pub format: Option<String>,
-}
-
-const PARSE_EXAMPLES: &str = "\
-Examples:
-  vouch toolcalls parse < reply.txt                detect the format, use vouch's agent tools
-  vouch toolcalls parse --tools t.json < r.txt     resolve names against your tool definitions
-  vouch toolcalls parse --format glm < r.txt       read the reply as GLM / Laguna only
-  echo '<tool_call>{\"name\":\"list_files\",\"arguments\":{}}</tool_call>' | vouch toolcalls parse
-
-Prints {\"format\", \"calls\": [{\"name\", \"arguments\"}], \"content\"}, plus \"reasoning\" and
-\"warnings\" when there are any. A call inside <think>…</think> before an answer is not a call.
-
-Formats: hermes, qwen3-coder, seed-oss, glm, minimax-m2, step3, mistral, llama3-json,
-  json, pythonic, deepseek-r1, deepseek-v3.1, deepseek-dsml, kimi-k2, harmony,
-  functionary-v3.1, granite, nemotron, command-r7b, phi4, tool-calls-json, internlm,
-  gemma4, functiongemma";
+use super::output;
 
 pub fn run(args: ToolcallsArgs) -> Result<i32> {
     match args.command {
@@ -68,10 +31,10 @@ fn parse(args: ParseArgs) -> Result<i32> {
         .context("read model output from stdin")?;
     let out = parse_stdin(&String::from_utf8_lossy(&raw), &tools, format);
     let text = serde_json::to_string_pretty(&out)?;
-    match writeln!(io::stdout().lock(), "{text}") {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(0),
-        other => other.context("write to stdout").map(|()| 0),
-    }
+    let mut stdout = output::stdout();
+    stdout.line(&text)?;
+    stdout.finish()?;
+    Ok(0)
 }
 
 /// What `vouch toolcalls parse` prints for a reply (serialized in field order: format, calls, content,
@@ -120,10 +83,12 @@ fn load_tools(path: &Path) -> Result<Vec<ToolSpec>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::PARSE_EXAMPLES;
     use crate::error::{exit_code_of, hint_of, EXIT_USAGE};
     use clap::{CommandFactory, Parser};
     use pretty_assertions::assert_eq;
     use serde_json::json;
+    use std::path::PathBuf;
 
     fn printed(text: &str, format: Option<Format>) -> Value {
         serde_json::to_value(parse_stdin(text, &agent(), format)).unwrap()

@@ -39,6 +39,9 @@ use crate::git::ChangeKind;
 use crate::room::{Placement, Room, Target};
 use crate::ui::Ui;
 
+/// How many times a test failing at head is rerun alone before it is blamed, unless `--reruns` says.
+pub const DEFAULT_RERUNS: u32 = 1;
+
 /// What the user asked of the gate.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -80,7 +83,7 @@ impl Options {
             keep: false,
             strict_baseline: false,
             no_flaky: false,
-            reruns: 1,
+            reruns: DEFAULT_RERUNS,
             allow_no_tests: false,
             allow: Vec::new(),
             deny: Vec::new(),

@@ -223,6 +223,7 @@ impl Step {
 pub fn parse_duration(text: &str) -> Result<Duration> {
     let text = text.trim();
     if let Ok(secs) = text.parse::<u64>() {
+        anyhow::ensure!(secs > 0, "a duration must be positive");
         return Ok(Duration::from_secs(secs));
     }
     let mut total = 0u64;
@@ -497,6 +498,15 @@ mod tests {
         assert!(parse_duration("10x").is_err());
         assert!(parse_duration("10").is_ok());
         assert!(parse_duration("m").is_err());
+    }
+
+    #[test]
+    fn a_zero_duration_is_refused_with_or_without_a_unit() {
+        for zero in ["0", " 0 ", "0s", "0m", "0h0m"] {
+            let err = parse_duration(zero).unwrap_err();
+            assert_eq!(err.to_string(), "a duration must be positive", "{zero:?}");
+        }
+        assert_eq!(parse_duration("1").unwrap(), Duration::from_secs(1));
     }
 
     #[test]

@@ -38,15 +38,23 @@ pub use client::{Client, ServerInfo};
 pub use constrained::{response_format, ResponseFormat};
 pub use error::ModelError;
 
-/// How tool calls are requested, as configured.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+/// The endpoint when neither a flag, `VOUCH_ENDPOINT` nor `vouch.toml` names one: a local llama-server.
+pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:8080";
+/// The `model` field sent when none is configured (llama-server ignores it).
+pub const DEFAULT_MODEL: &str = "local";
+
+/// How tool calls are requested, as configured (`--tool-mode`, `tool_mode` in `vouch.toml`). The variants'
+/// doc comments are the flag's help.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize, clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolMode {
-    /// Send `tools`; recover calls leaked into the text.
+    /// Send `tools`; recover calls leaked into the reply text.
     Native,
-    /// Send no `tools`; a JSON-schema `response_format` makes the reply a call.
+    /// Describe the tools in the prompt; a JSON-schema response format makes each reply a call.
     Constrained,
-    /// Native, switching to constrained for the session when native does not work.
+    /// Native, switching to constrained when the server or the model cannot do native calls.
     #[default]
     Auto,
 }

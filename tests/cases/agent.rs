@@ -1621,3 +1621,46 @@ async fn a_near_miss_edit_succeeds_through_the_cascade_and_an_ambiguous_one_fail
     assert_eq!(edited, FIXED);
     assert_untouched(&repo, &before);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gate_checks_given_to_vouch_run_judge_its_change() {
+    // The inert test that goes back for repair above is verified when the run turns the bite check off.
+    let repo = calc_repo();
+    let model = Model::start(vec![
+        call(
+            1,
+            "write_file",
+            json!({"path": "calc.py", "content": FIXED}),
+        ),
+        call(
+            2,
+            "write_file",
+            json!({"path": "test_add.py", "content": INERT_TEST}),
+        ),
+        call(3, "submit", json!({"verdict": "GO", "summary": "fixed"})),
+    ])
+    .await;
+    let run = vouch_run(
+        &repo,
+        &model,
+        &["--prompt", "add subtracts", "--no-bite", "--reruns", "0"],
+    )
+    .await;
+    model.finish();
+    assert_eq!(run.code, 0, "{}", explain(&run));
+    let r = report(&repo, "add-subtracts");
+    assert_eq!(
+        json!([
+            r["status"],
+            r["gate"]["verdict"],
+            r["gate"]["bite"]["status"],
+            r["gate"]["bite"]["reasons"]
+        ]),
+        json!([
+            "verified",
+            "pass",
+            "skipped",
+            ["the bite check was turned off"]
+        ])
+    );
+}

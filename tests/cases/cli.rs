@@ -121,3 +121,71 @@ fn toolcalls_parse_takes_offered_tools_and_refuses_unknown_formats() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("nope"), "{stderr}");
 }
+
+/// Runs vouch with its stdout read by a reader that goes away: after `read` lines (0: before any output),
+/// the read end of the pipe is closed. Returns the exit code (-1 for a signal) and stderr.
+fn with_stdout_closed_early(args: &[&str], stdin: Option<&str>, read: usize) -> (i32, String) {
+    use std::io::{BufRead, Read, Write};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vouch"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if read == 0 {
+        drop(stdout);
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).unwrap();
+        }
+        drop(input);
+    } else {
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).unwrap();
+        }
+        drop(input);
+        let mut lines = std::io::BufReader::new(stdout);
+        for _ in 0..read {
+            let mut line = String::new();
+            lines.read_line(&mut line).unwrap();
+            assert!(
+                !line.is_empty(),
+                "vouch {args:?} printed fewer than {read} lines"
+            );
+        }
+        drop(lines);
+    }
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    (status.code().unwrap_or(-1), stderr)
+}
+
+#[test]
+fn a_reader_that_stops_early_is_a_clean_end_of_the_output() {
+    let reply = "<tool_call>\n{\"name\": \"list_files\", \"arguments\": {}}\n</tool_call>";
+    for (args, stdin) in [
+        (vec!["profile", "--name", "rust"], None),
+        (vec!["profile", "--list"], None),
+        (vec!["toolcalls", "parse"], Some(reply)),
+    ] {
+        for read in [0, 1] {
+            let (code, stderr) = with_stdout_closed_early(&args, stdin, read);
+            assert!(
+                !stderr.contains("panicked") && !stderr.contains("error"),
+                "vouch {args:?} (pipe closed after {read} lines) wrote to stderr:\n{stderr}"
+            );
+            assert_eq!(
+                code, 0,
+                "vouch {args:?} (pipe closed after {read} lines)\n{stderr}"
+            );
+        }
+    }
+}
