@@ -16,6 +16,7 @@ use crate::gate::outcome::Claim;
 use crate::gate::profile::{BiteRequire, BuildFailure};
 use crate::gate::DEFAULT_RERUNS;
 use crate::model::{ToolMode, DEFAULT_ENDPOINT, DEFAULT_MODEL};
+use crate::sandbox::SandboxMode;
 
 /// Hand backlog issues to a local coding model; merge only what an independent gate has proven.
 #[derive(Debug, Parser)]
@@ -173,6 +174,11 @@ pub struct GateCheckArgs {
     /// Use fresh temporary rooms instead of the reusable ones in the cache (slower: builds start cold).
     #[arg(long)]
     pub fresh_rooms: bool,
+
+    /// Confine the code under test (tests, build scripts, the shell tool): `auto` uses bubblewrap where the
+    /// kernel allows it and warns where it does not, `require` refuses to run unconfined, `off` does not confine.
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = SandboxMode::Auto)]
+    pub sandbox: SandboxMode,
 }
 
 impl GateCheckArgs {
@@ -191,6 +197,7 @@ impl GateCheckArgs {
         opts.bite_build_failure = self.bite_build_failure;
         opts.allow_removed_tests = self.allow_removed_tests;
         opts.fresh_rooms = self.fresh_rooms;
+        opts.sandbox = self.sandbox;
     }
 }
 

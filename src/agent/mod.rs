@@ -34,6 +34,7 @@ use crate::error::VouchError;
 use crate::gate::outcome::{BiteStatus, Claim, Rule, Verdict};
 use crate::gate::profile::Profile;
 use crate::model::{ChatMessage, ChatRequest, ChatTurn, Client, ModelConfig};
+use crate::sandbox::Sandbox;
 use crate::tools::{Tools, Workspace};
 use crate::ui::Ui;
 use crate::workspace::{signature, Worktree};
@@ -138,6 +139,12 @@ pub struct Config {
 pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<RunReport> {
     let client = Client::new(cfg.model.clone())
         .map_err(|e| VouchError::usage(format!("model configuration: {e}")))?;
+    let sandbox = Sandbox::new(cfg.gate.sandbox).map_err(|e| {
+        VouchError::infra_hint(
+            e.to_string(),
+            "install bubblewrap (Debian: apt-get install bubblewrap) and allow unprivileged user namespaces, or pass --sandbox auto",
+        )
+    })?;
     let profile = match &cfg.profile {
         Some(p) => Some(Profile::from_arg(p)?),
         None => None,
@@ -191,12 +198,17 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
     } else {
         resumed.messages
     };
+    // Code the model wrote runs confined: it may read the user's repository (the worktree's git data lives
+    // there), write only the worktree and its caches.
+    let readable = vec![crate::git::open(&wt.repo)?.commondir().to_path_buf()];
     let tests = profile.as_ref().map(|p| {
         TestRunner::new(
             p,
             &wt.dir,
             records.join("logs"),
             cfg.cache.join("agent").join(&cfg.task.id),
+            sandbox.clone(),
+            readable.clone(),
         )
     });
     let tools = Tools::standard(Workspace::new(&wt.dir)?);
@@ -206,8 +218,17 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
             records.join("logs"),
             timeout,
             cfg.model.api_key_env.as_deref(),
+            sandbox.clone(),
+            cfg.cache
+                .join("agent")
+                .join(&cfg.task.id)
+                .join("shell-home"),
+            readable.clone(),
         )
     });
+    if let Some(warning) = sandbox.warning() {
+        ui.line(&format!("  WARNING  {warning}"));
+    }
     ui.line(&format!(
         "vouch run {}: {}worktree {} on branch {} from {}",
         cfg.task.id,

@@ -1,8 +1,9 @@
 //! `shell`: a command run with `sh -c` in the worktree, offered to the model only with `--allow-shell`.
 //!
 //! It goes through [`crate::process`] like every other child: its own process group, killed as a whole on
-//! timeout or Ctrl-C, output to a log file of which only a capped head and tail come back to the model. The
-//! environment is vouch's minus anything that looks like a secret (see [`scrubbed_env`]).
+//! timeout or Ctrl-C, output to a log file of which only a capped head and tail come back to the model. It runs
+//! under the [sandbox](crate::sandbox) (writable: the worktree and a home of its own) with an environment built
+//! from the allowlist ([`crate::sandbox::child_env`]), so vouch's API key is not in it.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -11,6 +12,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::process;
+use crate::sandbox::{Policy, Sandbox};
 use crate::tools::ToolOutput;
 
 /// The tool's name.
@@ -19,8 +21,6 @@ pub const NAME: &str = "shell";
 const HEAD_CHARS: usize = 2000;
 /// Characters of output from the end returned to the model.
 const TAIL_CHARS: usize = 6000;
-/// Parts of variable names that mark a secret (compared case-insensitively).
-const SECRET_MARKS: [&str; 6] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH"];
 
 /// The OpenAI definition of `shell`.
 pub fn definition() -> Value {
@@ -41,16 +41,12 @@ pub fn definition() -> Value {
     })
 }
 
-/// vouch's environment without the variables whose names look like secrets, and without `api_key_env`.
-pub fn scrubbed_env(api_key_env: Option<&str>) -> Vec<(String, String)> {
-    std::env::vars()
-        .filter(|(name, _)| !is_secret(name, api_key_env))
+/// The shell's environment: the allowlist with `home` as HOME, and never the variable `api_key_env` names.
+pub fn shell_env(home: &std::path::Path, api_key_env: Option<&str>) -> Vec<(String, String)> {
+    crate::sandbox::child_env(home, &[])
+        .into_iter()
+        .filter(|(name, _)| api_key_env != Some(name.as_str()))
         .collect()
-}
-
-fn is_secret(name: &str, api_key_env: Option<&str>) -> bool {
-    let upper = name.to_ascii_uppercase();
-    api_key_env.is_some_and(|k| k == name) || SECRET_MARKS.iter().any(|m| upper.contains(m))
 }
 
 /// Runs the model's shell commands in one worktree.
@@ -59,21 +55,36 @@ pub struct ShellRunner {
     logs: PathBuf,
     timeout: Duration,
     env: Vec<(String, String)>,
+    sandbox: Sandbox,
+    policy: Policy,
     runs: u32,
 }
 
 impl ShellRunner {
+    /// `home` is the shell's own home directory (created); `readable` what it may read in the hidden home.
     pub fn new(
         dir: PathBuf,
         logs: PathBuf,
         timeout: Duration,
         api_key_env: Option<&str>,
+        sandbox: Sandbox,
+        home: PathBuf,
+        readable: Vec<PathBuf>,
     ) -> ShellRunner {
+        if let Err(e) = std::fs::create_dir_all(&home) {
+            tracing::warn!("create {}: {e}", home.display());
+        }
         ShellRunner {
+            env: shell_env(&home, api_key_env),
+            policy: Policy {
+                writable: vec![dir.clone(), home],
+                readable,
+                network: false,
+            },
             dir,
             logs,
             timeout,
-            env: scrubbed_env(api_key_env),
+            sandbox,
             runs: 0,
         }
     }
@@ -93,7 +104,11 @@ impl ShellRunner {
         }
         let log = self.logs.join(format!("shell-{}.log", self.runs));
         let spec = process::Spec {
-            argv: vec!["sh".into(), "-c".into(), command.to_string()],
+            argv: self.sandbox.wrap(
+                &["sh".into(), "-c".into(), command.to_string()],
+                &self.dir,
+                &self.policy,
+            ),
             cwd: self.dir.clone(),
             env: self.env.clone(),
             timeout: self.timeout,
@@ -154,12 +169,17 @@ mod tests {
             "DB_PASSWORD",
             "X_KEY",
         ] {
-            assert!(is_secret(name, None), "{name}");
+            assert!(crate::sandbox::is_secret_name(name), "{name}");
         }
         for name in ["PATH", "HOME", "LANG", "USER"] {
-            assert!(!is_secret(name, None), "{name}");
+            assert!(!crate::sandbox::is_secret_name(name), "{name}");
         }
-        assert!(is_secret("LLM", Some("LLM")));
+        // The variable the API key is read from never reaches the shell, whatever its name.
+        let home = std::path::Path::new("/tmp/shell-home");
+        assert!(shell_env(home, None).iter().any(|(k, _)| k == "PATH"));
+        assert!(!shell_env(home, Some("PATH"))
+            .iter()
+            .any(|(k, _)| k == "PATH"));
     }
 
     #[test]

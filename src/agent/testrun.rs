@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::gate::profile::{Profile, Step};
 use crate::gate::steps::StepEnv;
 use crate::process;
+use crate::sandbox::Sandbox;
 use crate::tools::ToolOutput;
 
 /// Lines of output returned to the model.
@@ -28,8 +29,16 @@ pub struct TestRunner {
 }
 
 impl TestRunner {
-    /// The first test step of `profile`, run in `dir`; logs go to `logs`, build caches to `cache`.
-    pub fn new(profile: &Profile, dir: &Path, logs: PathBuf, cache: PathBuf) -> TestRunner {
+    /// The first test step of `profile`, run in `dir` under `sandbox`; logs go to `logs`, build caches to
+    /// `cache`; `readable` is what the tests may read in the hidden home (the user's repository).
+    pub fn new(
+        profile: &Profile,
+        dir: &Path,
+        logs: PathBuf,
+        cache: PathBuf,
+        sandbox: Sandbox,
+        readable: Vec<PathBuf>,
+    ) -> TestRunner {
         TestRunner {
             step: profile.test_steps().next().cloned(),
             env: StepEnv {
@@ -37,6 +46,8 @@ impl TestRunner {
                 cache,
                 logs,
                 profile_env: profile.env.clone(),
+                sandbox,
+                readable,
             },
             profile: profile.name.clone(),
             runs: 0,
@@ -74,7 +85,7 @@ impl TestRunner {
         let spec = self
             .env
             .spec(step, argv.clone(), &junit, &stem, timeout, true);
-        let outcome = process::run(&spec, cancel).await?;
+        let outcome = process::run_clean_env(&spec, cancel).await?;
         let command = self.env.relativize(&process::quote_argv(&argv));
         let status = if outcome.timed_out {
             format!("timed out after {}s", timeout.as_secs())

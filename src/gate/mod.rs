@@ -32,11 +32,12 @@ use crate::gate::outcome::{
     Baseline, BiteStatus, ClaimOutcome, Finding, Rule, StepStatus, TestOutcome,
 };
 use crate::gate::profile::{Classifier, PathClass, Profile, Step, StepKind, REPO_PROFILE};
-use crate::gate::report::{ChangedFile, ProfileInfo, Report, Rev, Tests};
+use crate::gate::report::{ChangedFile, ProfileInfo, Report, Rev, SandboxInfo, Tests};
 use crate::gate::steps::{human, plural, StepEnv, StepRun};
 use crate::gate::testresults::{Runner, TestResult};
 use crate::git::ChangeKind;
 use crate::room::{Placement, Room, Target};
+use crate::sandbox::{Sandbox, SandboxMode};
 use crate::ui::Ui;
 
 /// How many times a test failing at head is rerun alone before it is blamed, unless `--reruns` says.
@@ -65,6 +66,8 @@ pub struct Options {
     pub bite_build_failure: Option<profile::BuildFailure>,
     pub allow_removed_tests: bool,
     pub fresh_rooms: bool,
+    /// Whether steps run confined (`--sandbox`).
+    pub sandbox: SandboxMode,
     /// Where `--keep` puts rooms (`workspaces/` of the current directory by default).
     pub workspaces: PathBuf,
     /// The cache root (`$VOUCH_CACHE`, else the user cache dir).
@@ -94,6 +97,7 @@ impl Options {
             bite_build_failure: None,
             allow_removed_tests: false,
             fresh_rooms: false,
+            sandbox: SandboxMode::Auto,
             workspaces: PathBuf::from("workspaces"),
             cache: default_cache_dir(),
         }
@@ -126,10 +130,18 @@ pub struct Prepared {
     pub tree_has_tests: bool,
     /// Files with both test and production changes (Rust inline tests): base plus only the test hunks.
     pub mixed: BTreeMap<String, String>,
+    /// What confines the steps.
+    pub sandbox: Sandbox,
 }
 
 /// Resolves revisions and the profile, and classifies the change. Reads the repository only.
 pub fn prepare(opts: &Options) -> Result<Prepared> {
+    let sandbox = Sandbox::new(opts.sandbox).map_err(|e| {
+        VouchError::infra_hint(
+            e.to_string(),
+            "install bubblewrap (Debian: apt-get install bubblewrap) and allow unprivileged user namespaces, or pass --sandbox auto",
+        )
+    })?;
     let repo = crate::git::open(&opts.repo)?;
     let head = crate::git::resolve(&repo, &opts.head)?;
     let (base, base_label) = match &opts.base {
@@ -264,6 +276,7 @@ pub fn prepare(opts: &Options) -> Result<Prepared> {
         notes,
         tree_has_tests,
         mixed,
+        sandbox,
     })
 }
 
@@ -366,6 +379,8 @@ fn step_env(prep: &Prepared, room: &Room, places: &Places) -> StepEnv {
         cache: places.cache.clone(),
         logs: places.logs.clone(),
         profile_env: prep.profile.env.clone(),
+        sandbox: prep.sandbox.clone(),
+        readable: vec![prep.objects.clone()],
     }
 }
 
@@ -388,6 +403,10 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
     ));
     let mut findings = rule_checks(opts, &prep);
     let mut notes = prep.notes.clone();
+    if let Some(warning) = prep.sandbox.warning() {
+        ui.line(&format!("  WARNING  {warning}"));
+        notes.push(warning.to_owned());
+    }
 
     let head_places = places(opts, &prep, "head")?;
     let pb = ui.start("preparing the clean room at head");
@@ -589,6 +608,7 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
         reasons: findings.iter().map(|f| f.message.clone()).collect(),
         findings,
         notes,
+        sandbox: SandboxInfo::of(&prep.sandbox),
         duration_ms: started.elapsed().as_millis() as u64,
         logs,
     })

@@ -194,6 +194,9 @@ pub struct Step {
     /// Test steps: how to read per-test results (cargo, go, pytest, node, generic).
     #[serde(default)]
     pub runner: Option<Runner>,
+    /// The step needs the network (it downloads); every other step runs without it under the sandbox.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub network: bool,
 }
 
 impl Step {

@@ -13,6 +13,7 @@ use crate::gate::outcome::{
 use crate::gate::profile::PathClass;
 use crate::gate::steps::{human, StepReport};
 use crate::git::ChangeKind;
+use crate::sandbox::{Sandbox, SandboxMode};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Rev {
@@ -51,6 +52,27 @@ pub struct Tests {
     pub baseline: Baseline,
 }
 
+/// How the code under test was confined.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SandboxInfo {
+    pub mode: SandboxMode,
+    /// Steps ran under bubblewrap.
+    pub active: bool,
+    /// Why they did not, in mode `auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+impl SandboxInfo {
+    pub fn of(sandbox: &Sandbox) -> SandboxInfo {
+        SandboxInfo {
+            mode: sandbox.mode(),
+            active: sandbox.active(),
+            warning: sandbox.warning().map(str::to_owned),
+        }
+    }
+}
+
 /// The gate's report: what `--json` writes and `vouch run` keeps (its names are stable).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
@@ -71,6 +93,9 @@ pub struct Report {
     /// The findings' messages: the sentences the console, Markdown and PR bodies show.
     pub reasons: Vec<String>,
     pub notes: Vec<String>,
+    /// Whether the steps ran confined.
+    #[serde(default)]
+    pub sandbox: SandboxInfo,
     pub duration_ms: u64,
     /// Where full step logs are.
     pub logs: PathBuf,

@@ -7,3 +7,4 @@ mod gate_python;
 mod gate_rules;
 mod gate_rust;
 mod model;
+mod sandbox;
