@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::gate::testresults::{TestResult, TestStatus};
+use crate::gate::results::{TestResult, TestStatus};
 
 /// Why the exit status and the parsed results disagree, or why the run says nothing about tests.
 /// `None` when they agree.

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::gate::testresults::{Runner, TestResult};
+use crate::gate::results::{Runner, TestResult};
 
 /// A test function in a source file: its name and its lines (1-based, inclusive).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -662,7 +662,7 @@ pub fn weakened(changes: &[TestChange]) -> Weakened {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::testresults::TestStatus;
+    use crate::gate::results::TestStatus;
 
     fn pass(id: &str) -> TestResult {
         TestResult {
