@@ -1,7 +1,8 @@
 //! Which tests a change touches, and whether it removes or weakens existing ones.
 //!
-//! Test functions are found line by line per language (Go `func TestX`, Rust functions under a test attribute,
-//! Python `def test_*` with their decorators, node `test(...)`/`it(...)` calls). A changed line inside a test
+//! Test functions are found line by line per language (Go `func TestX`, Python `def test_*` with their
+//! decorators, node `test(...)`/`it(...)` calls), except Rust's, which the parser of [`crate::gate::split`]
+//! finds (the one place that knows what Rust test code is). A changed line inside a test
 //! function selects that test (all its subtests, parametrized cases and table rows); a changed line outside any
 //! test function (a helper, a fixture, a skip list) or a changed non-code file (test data) selects every test of
 //! the file, package or directory, because real fixes often change only those (GATE_TRAPS 4). The ids come from
@@ -57,23 +58,30 @@ fn lang(path: &str) -> Option<Runner> {
     }
 }
 
-/// The test functions of a source file, by its extension.
+/// The test functions of a source file, by its extension; none for a Rust file that does not parse.
 pub fn test_functions(path: &str, text: &str) -> Vec<TestFn> {
+    known_test_functions(path, text).unwrap_or_default()
+}
+
+/// The test functions of a source file, or None when they cannot be known: a Rust file that does not parse.
+fn known_test_functions(path: &str, text: &str) -> Option<Vec<TestFn>> {
     let lines: Vec<&str> = text.lines().collect();
     let mut fns = match lang(path) {
         Some(Runner::Go) => go_fns(&lines),
-        Some(Runner::Cargo) => rust_fns(&lines),
+        Some(Runner::Cargo) => rust_fns(text)?,
         Some(Runner::Pytest) => python_fns(&lines),
         Some(Runner::Node) => node_fns(&lines),
         _ => Vec::new(),
     };
     let l = lang(path);
     for f in &mut fns {
-        let body = &lines[f.start - 1..f.end.min(lines.len())];
+        let body = lines
+            .get(f.start.saturating_sub(1)..f.end.min(lines.len()))
+            .unwrap_or_default();
         f.assertions = body.iter().map(|line| count_assertions(l, line)).sum();
         f.skips = body.iter().map(|line| count_skips(l, line)).sum();
     }
-    fns
+    Some(fns)
 }
 
 fn count_assertions(l: Option<Runner>, line: &str) -> usize {
@@ -151,111 +159,20 @@ fn go_fns(lines: &[&str]) -> Vec<TestFn> {
     out
 }
 
-/// Counts braces on a line, skipping string and char literals and `//` comments (roughly: enough for tests).
-fn brace_delta(line: &str) -> i64 {
-    let mut depth = 0i64;
-    let mut chars = line.chars().peekable();
-    let mut in_str = false;
-    while let Some(c) = chars.next() {
-        if in_str {
-            match c {
-                '\\' => {
-                    chars.next();
-                }
-                '"' => in_str = false,
-                _ => {}
-            }
-            continue;
-        }
-        match c {
-            '"' => in_str = true,
-            '\'' => {
-                // A char literal like '{' or '\n'; lifetimes ('a) have no closing quote soon after.
-                let mut look = chars.clone();
-                let a = look.next();
-                let b = look.next();
-                let c3 = look.next();
-                if a == Some('\\') && c3 == Some('\'') || b == Some('\'') {
-                    chars.next();
-                    chars.next();
-                    if a == Some('\\') {
-                        chars.next();
-                    }
-                }
-            }
-            '/' if chars.peek() == Some(&'/') => break,
-            '{' => depth += 1,
-            '}' => depth -= 1,
-            _ => {}
-        }
-    }
-    depth
-}
-
-fn block_end(lines: &[&str], from: usize) -> usize {
-    let mut depth = 0i64;
-    let mut opened = false;
-    for (j, line) in lines.iter().enumerate().skip(from) {
-        let d = brace_delta(line);
-        if line.contains('{') {
-            opened = true;
-        }
-        depth += d;
-        if opened && depth <= 0 {
-            return j + 1;
-        }
-    }
-    lines.len()
-}
-
-fn rust_fns(lines: &[&str]) -> Vec<TestFn> {
-    let mut out = Vec::new();
-    let mut attr_start: Option<usize> = None;
-    let mut is_test = false;
-    for (i, line) in lines.iter().enumerate() {
-        let t = line.trim_start();
-        if t.starts_with("#[") {
-            attr_start.get_or_insert(i);
-            let attr = t.trim_start_matches("#[");
-            let path: String = attr
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
-                .collect();
-            if path
-                .rsplit("::")
-                .next()
-                .is_some_and(|last| last == "test" || last.ends_with("_test"))
-                || ["rstest", "test_case", "quickcheck", "proptest"].contains(&path.as_str())
-            {
-                is_test = true;
-            }
-            continue;
-        }
-        if t.starts_with("///") || t.starts_with("//") {
-            continue;
-        }
-        if is_test {
-            if let Some(pos) = t.find("fn ") {
-                let name: String = t[pos + 3..]
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                if !name.is_empty() {
-                    let start = attr_start.unwrap_or(i);
-                    out.push(TestFn {
-                        name,
-                        start: start + 1,
-                        end: block_end(lines, i),
-                        assertions: 0,
-                        skips: 0,
-                    });
-                }
-            }
-        }
-        attr_start = None;
-        is_test = false;
-    }
-    out
+/// Rust test functions, from the parser in `split` (None if the file does not parse).
+fn rust_fns(text: &str) -> Option<Vec<TestFn>> {
+    let fns = crate::gate::split::rust_test_functions(text)?;
+    Some(
+        fns.into_iter()
+            .map(|f| TestFn {
+                name: f.name,
+                start: *f.lines.start(),
+                end: *f.lines.end(),
+                assertions: 0,
+                skips: 0,
+            })
+            .collect(),
+    )
 }
 
 fn indent(line: &str) -> usize {
@@ -326,6 +243,64 @@ fn python_fns(lines: &[&str]) -> Vec<TestFn> {
         });
     }
     out
+}
+
+/// Counts braces on a line, skipping string and char literals and `//` comments (roughly: enough for node's
+/// `test(...)` calls; Rust test functions come from a parser instead, see [`rust_fns`]).
+fn brace_delta(line: &str) -> i64 {
+    let mut depth = 0i64;
+    let mut chars = line.chars().peekable();
+    let mut in_str = false;
+    while let Some(c) = chars.next() {
+        if in_str {
+            match c {
+                '\\' => {
+                    chars.next();
+                }
+                '"' => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_str = true,
+            '\'' => {
+                // A char literal like '{' or '\n'; lifetimes ('a) have no closing quote soon after.
+                let mut look = chars.clone();
+                let a = look.next();
+                let b = look.next();
+                let c3 = look.next();
+                if a == Some('\\') && c3 == Some('\'') || b == Some('\'') {
+                    chars.next();
+                    chars.next();
+                    if a == Some('\\') {
+                        chars.next();
+                    }
+                }
+            }
+            '/' if chars.peek() == Some(&'/') => break,
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    depth
+}
+
+fn block_end(lines: &[&str], from: usize) -> usize {
+    let mut depth = 0i64;
+    let mut opened = false;
+    for (j, line) in lines.iter().enumerate().skip(from) {
+        let d = brace_delta(line);
+        if line.contains('{') {
+            opened = true;
+        }
+        depth += d;
+        if opened && depth <= 0 {
+            return j + 1;
+        }
+    }
+    lines.len()
 }
 
 fn node_fns(lines: &[&str]) -> Vec<TestFn> {
@@ -544,15 +519,16 @@ pub fn touched(
             out.ids.extend(ids.into_iter().map(str::to_owned));
             continue;
         }
+        let Some(new_fns) = known_test_functions(&ch.path, new) else {
+            select_whole_file(&mut out, &ch.path, &in_file);
+            continue;
+        };
         let Some(old) = &ch.old else {
             // A new file: its tests. Where ids are scoped wider than the file (a Go package, a Rust crate
             // root), only the test functions the file defines.
             let wide =
                 runner == Runner::Go || (runner == Runner::Cargo && ch.path.starts_with("src/"));
-            let names: BTreeSet<String> = test_functions(&ch.path, new)
-                .into_iter()
-                .map(|f| f.name)
-                .collect();
+            let names: BTreeSet<String> = new_fns.into_iter().map(|f| f.name).collect();
             out.ids.extend(
                 in_file
                     .iter()
@@ -563,8 +539,10 @@ pub fn touched(
             );
             continue;
         };
-        let new_fns = test_functions(&ch.path, new);
-        let old_fns = test_functions(&ch.path, old);
+        let Some(old_fns) = known_test_functions(&ch.path, old) else {
+            select_whole_file(&mut out, &ch.path, &in_file);
+            continue;
+        };
         let (new_lines, old_lines) = touched_lines(old, new);
         let mut names = BTreeSet::new();
         let mut outside = false;
@@ -609,6 +587,16 @@ pub fn touched(
     out
 }
 
+/// Selects every test of a changed file whose test functions cannot be known (a Rust file that does not
+/// parse on one side): any of them may be the one a changed line belongs to.
+fn select_whole_file(out: &mut Touched, path: &str, in_file: &[&str]) {
+    out.notes.push(format!(
+        "{path} does not parse: selected all {} of it",
+        crate::gate::steps::plural(in_file.len(), "test")
+    ));
+    out.ids.extend(in_file.iter().map(|s| s.to_string()));
+}
+
 /// Whether any of `lines` lies in a test region of the file but outside every test function.
 fn in_test_region_outside_fns(
     path: &str,
@@ -625,23 +613,28 @@ fn in_test_region_outside_fns(
     })
 }
 
-/// Tests the change deletes, and tests that lose assertions or gain skip markers.
+/// Tests the change deletes, and tests that lose assertions or gain skip markers. A file whose test functions
+/// cannot be known on either side (a Rust file that does not parse) is not compared: it reports nothing rather
+/// than every test as removed.
 pub fn weakened(changes: &[TestChange]) -> Weakened {
     let mut w = Weakened::default();
     for ch in changes {
         let Some(old) = &ch.old else { continue };
-        let old_fns = test_functions(&ch.path, old);
+        let Some(old_fns) = known_test_functions(&ch.path, old) else {
+            continue;
+        };
         if old_fns.is_empty() {
             continue;
         }
-        let new_fns: BTreeMap<String, TestFn> = ch
-            .new
-            .as_deref()
-            .map(|n| test_functions(&ch.path, n))
-            .unwrap_or_default()
-            .into_iter()
-            .map(|f| (f.name.clone(), f))
-            .collect();
+        let new_fns = match ch.new.as_deref() {
+            Some(n) => match known_test_functions(&ch.path, n) {
+                Some(fns) => fns,
+                None => continue,
+            },
+            None => Vec::new(),
+        };
+        let new_fns: BTreeMap<String, TestFn> =
+            new_fns.into_iter().map(|f| (f.name.clone(), f)).collect();
         for f in &old_fns {
             match new_fns.get(&f.name) {
                 None => w.removed.push(format!("{}::{}", ch.path, f.name)),
@@ -936,5 +929,51 @@ mod tests {
         );
         let gone = weakened(&[change("tests/test_w.py", Some(old), None)]);
         assert_eq!(gone.removed.len(), 3);
+    }
+
+    #[test]
+    fn rust_test_functions_are_found_past_braces_in_raw_strings_and_on_one_line() {
+        let src = "#[test]\nfn a() {\n    let _ = r#\"a \" }\"#;\n    assert!(true);\n}\n\n#[test] fn b() { assert!(true); }\n\n#[test]\nfn c() {}\n";
+        assert_eq!(
+            test_functions("tests/x.rs", src)
+                .iter()
+                .map(|f| (f.name.as_str(), f.start, f.end, f.assertions))
+                .collect::<Vec<_>>(),
+            vec![("a", 1, 5, 1), ("b", 7, 7, 1), ("c", 9, 10, 0)]
+        );
+    }
+
+    #[test]
+    fn a_rust_test_file_that_does_not_parse_selects_all_its_tests_and_reports_no_removal() {
+        let old = "#[test]\nfn a() {\n    assert!(true);\n}\n\n#[test]\nfn b() {}\n";
+        let new = "#[test]\nfn a() {\n    assert!(true;\n}\n\n#[test]\nfn b() {}\n";
+        assert!(test_functions("tests/x.rs", new).is_empty());
+        let head = [
+            pass("x@tests/x.rs::a"),
+            pass("x@tests/x.rs::b"),
+            pass("y@tests/y.rs::c"),
+        ];
+        for (old, new) in [(Some(old), new), (Some(new), old), (None, new)] {
+            let t = touched(
+                Runner::Cargo,
+                None,
+                &[change("tests/x.rs", old, Some(new))],
+                &head,
+            );
+            assert_eq!(
+                t.ids,
+                ["x@tests/x.rs::a", "x@tests/x.rs::b"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+                "{old:?} -> {new:?}"
+            );
+            assert_eq!(
+                t.notes,
+                vec!["tests/x.rs does not parse: selected all 2 tests of it".to_string()]
+            );
+        }
+        let w = weakened(&[change("tests/x.rs", Some(old), Some(new))]);
+        assert_eq!(w, Weakened::default());
     }
 }

@@ -5,7 +5,8 @@
 //! the new test as well, so each hunk of the file's diff is classified on its own.
 //!
 //! Which lines are test code is a language's business, behind the [`TestRegions`] trait (Rust's finder,
-//! [`RustRegions`], parses the file and lives in `rust.rs`); this module only splits a change by those lines.
+//! [`RustRegions`], parses the file and lives in `rust.rs`, which also lists a Rust file's test functions for
+//! the rest of the gate: [`rust_test_functions`]); this module only splits a change by those lines.
 //!
 //! How a change is split:
 //! - every line of both sides is classified as test (inside a test region), neutral (outside, holding no
@@ -24,7 +25,7 @@ use similar::{Algorithm, DiffTag};
 
 mod rust;
 
-pub use rust::RustRegions;
+pub use rust::{rust_test_functions, RustRegions, RustTestFn};
 
 /// Finds the regions of a source file that are test code.
 pub trait TestRegions {

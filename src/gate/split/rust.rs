@@ -4,7 +4,7 @@
 
 use std::ops::RangeInclusive;
 
-use proc_macro2::{Span, TokenStream, TokenTree};
+use proc_macro2::{Delimiter, Span, TokenStream, TokenTree};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
@@ -108,6 +108,20 @@ fn merge(mut regions: Vec<RangeInclusive<usize>>) -> Vec<RangeInclusive<usize>> 
     merged
 }
 
+/// The lines of `node`, from its first attribute line (doc comments are attributes) to its last line.
+fn lines_of(attrs: &[Attribute], node: &dyn Spanned) -> Option<RangeInclusive<usize>> {
+    let span = node.span();
+    let start = attrs
+        .iter()
+        .map(|attr| attr.span().start().line)
+        .chain(std::iter::once(span.start().line))
+        .min()
+        .unwrap_or(0)
+        .max(1);
+    let end = span.end().line;
+    (end >= start).then_some(start..=end)
+}
+
 #[derive(Default)]
 struct RegionFinder {
     regions: Vec<RangeInclusive<usize>>,
@@ -116,17 +130,8 @@ struct RegionFinder {
 impl RegionFinder {
     /// Records `node` (with its attributes) as a test region.
     fn mark(&mut self, attrs: &[Attribute], node: &dyn Spanned) {
-        let span = node.span();
-        let start = attrs
-            .iter()
-            .map(|attr| attr.span().start().line)
-            .chain(std::iter::once(span.start().line))
-            .min()
-            .unwrap_or(0)
-            .max(1);
-        let end = span.end().line;
-        if end >= start {
-            self.regions.push(start..=end);
+        if let Some(lines) = lines_of(attrs, node) {
+            self.regions.push(lines);
         }
     }
 
@@ -321,6 +326,153 @@ fn evaluate_cfg(predicate: &Meta, test: bool) -> Option<bool> {
     }
 }
 
+/// A test function of a Rust file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RustTestFn {
+    pub name: String,
+    /// The inline modules around it, outermost first (`["tests"]`); empty at the top of the file.
+    pub module: Vec<String>,
+    /// 1-based inclusive lines, from its first attribute (doc comments are attributes) to its closing brace.
+    pub lines: RangeInclusive<usize>,
+}
+
+/// The test functions of a Rust source, in source order: functions with a test attribute (the attributes
+/// [`RustRegions`] knows) in the file and its inline modules, and functions written out inside item-level
+/// macro invocations (`proptest! { #[test] fn any(x in 0..3u8) { .. } }`; every function of
+/// `quickcheck! { .. }`, which takes no attributes). Tests that a macro builds from its own definition
+/// (`fn $name` in a `macro_rules!`) are not written out anywhere and are not found. None if the source does
+/// not parse.
+///
+/// The gate finds test functions here, once, with the same grammar and the same attribute list that decide
+/// which lines are test code: counting braces line by line is fooled by braces in strings, char literals,
+/// comments and raw strings, and by an attribute and its function on one line.
+pub fn rust_test_functions(source: &str) -> Option<Vec<RustTestFn>> {
+    let text = normalize_line_ends(source);
+    let file = syn::parse_file(&text).ok()?;
+    let mut found = Vec::new();
+    test_fns_in_items(&file.items, &mut Vec::new(), &mut found);
+    Some(found)
+}
+
+fn test_fns_in_items(items: &[Item], module: &mut Vec<String>, out: &mut Vec<RustTestFn>) {
+    for item in items {
+        match item {
+            Item::Fn(function) if has_test_attribute(&function.attrs) => {
+                if let Some(lines) = lines_of(&function.attrs, item) {
+                    out.push(RustTestFn {
+                        name: function.sig.ident.to_string(),
+                        module: module.clone(),
+                        lines,
+                    });
+                }
+            }
+            Item::Mod(inline) => {
+                if let Some((_, items)) = &inline.content {
+                    module.push(inline.ident.to_string());
+                    test_fns_in_items(items, module, out);
+                    module.pop();
+                }
+            }
+            Item::Macro(mac) => {
+                let every_fn = mac
+                    .mac
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|segment| segment.ident == "quickcheck");
+                test_fns_in_tokens(mac.mac.tokens.clone(), every_fn, module, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Functions written out in a macro invocation's tokens: `fn NAME`, from the attributes before it to the first
+/// brace group after the name (its body). Such a function is a test when one of those attributes is a test
+/// attribute, or when `every_fn`. Groups other than attributes and bodies are searched too.
+fn test_fns_in_tokens(
+    tokens: TokenStream,
+    every_fn: bool,
+    module: &[String],
+    out: &mut Vec<RustTestFn>,
+) {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut first_attr: Option<usize> = None;
+    let mut test_attr = false;
+    let mut i = 0;
+    while i < tokens.len() {
+        match &tokens[i] {
+            TokenTree::Punct(punct) if punct.as_char() == '#' => {
+                if let Some(TokenTree::Group(attr)) = tokens.get(i + 1) {
+                    if attr.delimiter() == Delimiter::Bracket {
+                        first_attr.get_or_insert(punct.span().start().line);
+                        test_attr |= names_a_test_attribute(attr.stream());
+                        i += 2;
+                        continue;
+                    }
+                }
+            }
+            TokenTree::Ident(ident) if ident == "fn" => {
+                let body = tokens
+                    .iter()
+                    .enumerate()
+                    .skip(i + 2)
+                    .find(|(_, t)| match t {
+                        TokenTree::Group(group) => group.delimiter() == Delimiter::Brace,
+                        TokenTree::Punct(punct) => punct.as_char() == ';',
+                        _ => false,
+                    })
+                    .and_then(|(at, t)| match t {
+                        TokenTree::Group(group) => Some((at, group.span_close().end().line)),
+                        _ => None,
+                    });
+                if let (Some(TokenTree::Ident(name)), Some((at, end))) = (tokens.get(i + 1), body) {
+                    let start = first_attr.unwrap_or(ident.span().start().line).max(1);
+                    if (test_attr || every_fn) && end >= start {
+                        out.push(RustTestFn {
+                            name: name.to_string(),
+                            module: module.to_vec(),
+                            lines: start..=end,
+                        });
+                    }
+                    i = at;
+                }
+            }
+            // `pub`, `async`, `unsafe`, `extern "C"`, `pub(crate)`: the item goes on.
+            TokenTree::Ident(_) | TokenTree::Literal(_) => {
+                i += 1;
+                continue;
+            }
+            TokenTree::Group(group) if group.delimiter() == Delimiter::Parenthesis => {
+                test_fns_in_tokens(group.stream(), every_fn, module, out);
+                i += 1;
+                continue;
+            }
+            TokenTree::Group(group) => test_fns_in_tokens(group.stream(), every_fn, module, out),
+            TokenTree::Punct(_) => {}
+        }
+        first_attr = None;
+        test_attr = false;
+        i += 1;
+    }
+}
+
+/// Whether an attribute's tokens (inside `#[..]`) name a test attribute by the last segment of their path.
+fn names_a_test_attribute(attr: TokenStream) -> bool {
+    attr.into_iter()
+        .take_while(|t| match t {
+            TokenTree::Ident(_) => true,
+            TokenTree::Punct(punct) => punct.as_char() == ':',
+            _ => false,
+        })
+        .filter_map(|t| match t {
+            TokenTree::Ident(ident) => Some(ident),
+            _ => None,
+        })
+        .last()
+        .is_some_and(|ident| TEST_ATTRIBUTES.iter().any(|name| ident == name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -410,5 +562,105 @@ impl S {
 ";
         assert_eq!(regions(source), vec![3..=4, 9..=10, 13..=14]);
         assert_eq!(regions("#![cfg(test)]\nfn helper() {}\n"), vec![1..=2]);
+    }
+
+    fn test_fns(source: &str) -> Vec<(String, Vec<String>, RangeInclusive<usize>)> {
+        rust_test_functions(source)
+            .expect("source should parse")
+            .into_iter()
+            .map(|f| (f.name, f.module, f.lines))
+            .collect()
+    }
+
+    fn found(
+        name: &str,
+        module: &[&str],
+        lines: RangeInclusive<usize>,
+    ) -> (String, Vec<String>, RangeInclusive<usize>) {
+        (
+            name.to_string(),
+            module.iter().map(|m| m.to_string()).collect(),
+            lines,
+        )
+    }
+
+    #[test]
+    fn test_functions_come_with_their_module_path_and_lines_from_the_first_attribute_to_the_brace()
+    {
+        let source = "\
+pub fn prod() -> &'static str { \"}\" }
+
+#[test]
+fn top() { let _ = '{'; }
+
+#[cfg(test)]
+mod tests {
+    /// Docs.
+    #[tokio::test]
+    async fn inner() {
+        assert!(true);
+    }
+
+    fn helper() {}
+
+    mod deeper {
+        #[rstest]
+        #[case(1)]
+        fn cased(#[case] x: u8) {
+            let _ = x;
+        }
+    }
+    #[test] fn one_line() {}
+}
+";
+        assert_eq!(
+            test_fns(source),
+            vec![
+                found("top", &[], 3..=4),
+                found("inner", &["tests"], 8..=12),
+                found("cased", &["tests", "deeper"], 17..=21),
+                found("one_line", &["tests"], 23..=23),
+            ]
+        );
+    }
+
+    #[test]
+    fn test_functions_written_out_in_proptest_and_quickcheck_invocations_are_found() {
+        let source = "\
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(8))]
+    #[test]
+    fn any(x in 0..3u8) {
+        prop_assert!(x < 3);
+    }
+}
+
+quickcheck! {
+    fn reverses(xs: Vec<u8>) -> bool {
+        xs == xs
+    }
+}
+
+macro_rules! cases {
+    ($($name:ident),*) => { $(#[test] fn $name() {})* };
+}
+cases!(a, b);
+";
+        assert_eq!(
+            test_fns(source),
+            vec![found("any", &[], 3..=6), found("reverses", &[], 10..=12)]
+        );
+    }
+
+    #[test]
+    fn tests_in_comments_and_strings_are_not_found_and_unparseable_source_gives_none() {
+        let source =
+            "// #[test]\n// fn commented() {}\nconst S: &str = \"#[test] fn in_string() {}\";\n";
+        assert_eq!(test_fns(source), vec![]);
+        assert_eq!(rust_test_functions("#[test]\nfn broken( {}\n"), None);
+        assert_eq!(
+            rust_test_functions("#[test]\r\nfn crlf() {\r\n}\r\n").map(|fns| fns.len()),
+            Some(1)
+        );
     }
 }
