@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::gate::testresults::TestResult;
+use crate::gate::results::TestResult;
 
 /// What the baseline run found.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -67,7 +67,7 @@ pub fn store(cache: &Path, key: &str, run: &BaseRun) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::testresults::TestStatus;
+    use crate::gate::results::TestStatus;
 
     #[test]
     fn a_stored_baseline_loads_back_under_the_same_key_only() {

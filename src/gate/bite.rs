@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::gate::outcome::{BiteStatus, Finding, Rule, TestOutcome};
 use crate::gate::profile::{BitePolicy, BiteRequire, BuildFailure, PathClass};
+use crate::gate::results::{self, Runner, TestResult, TestStatus};
 use crate::gate::testmap::TestChange;
-use crate::gate::testresults::{self, Runner, TestResult, TestStatus};
 use crate::git::ChangeKind;
 use crate::room::OverlayFile;
 
@@ -372,7 +372,7 @@ fn cargo_commands(argv: &[String], ids: &[String]) -> Vec<(Vec<String>, Vec<Stri
     }
     let mut out = Vec::new();
     for (target, ids) in by_target {
-        let Some(mut cmds) = testresults::select_argv(Runner::Cargo, argv, &ids) else {
+        let Some(mut cmds) = results::select_argv(Runner::Cargo, argv, &ids) else {
             continue;
         };
         let (stem, path) = target.split_once('@').unwrap_or((&target, ""));
@@ -409,7 +409,7 @@ pub fn commands(
     }
     // One call per id group the runner splits by (package, file): ask with all ids, then attribute each
     // command to the ids whose scope it names.
-    let Some(cmds) = testresults::select_argv(runner, argv, ids) else {
+    let Some(cmds) = results::select_argv(runner, argv, ids) else {
         return Vec::new();
     };
     if cmds.len() == 1 {

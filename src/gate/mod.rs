@@ -13,10 +13,10 @@ pub mod judge;
 pub mod outcome;
 pub mod profile;
 pub mod report;
+pub mod results;
 pub mod split;
 pub mod steps;
 pub mod testmap;
-pub mod testresults;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -33,8 +33,8 @@ use crate::gate::outcome::{
 };
 use crate::gate::profile::{Classifier, PathClass, Profile, Step, StepKind, REPO_PROFILE};
 use crate::gate::report::{ChangedFile, ProfileInfo, Report, Rev, Tests};
+use crate::gate::results::{Runner, TestResult};
 use crate::gate::steps::{human, plural, StepEnv, StepRun};
-use crate::gate::testresults::{Runner, TestResult};
 use crate::git::ChangeKind;
 use crate::room::{Placement, Room, Target};
 use crate::ui::Ui;
@@ -880,7 +880,7 @@ impl GateRun<'_> {
         let mut flaky = BTreeSet::new();
         if !split.candidates.is_empty() && self.opts.reruns > 0 {
             let ids: Vec<String> = split.candidates.iter().cloned().collect();
-            if let Some(cmds) = testresults::select_argv(runner, &step.raw_argv(), &ids) {
+            if let Some(cmds) = results::select_argv(runner, &step.raw_argv(), &ids) {
                 let pb = self.ui.start(&format!(
                     "rerunning {} alone",
                     plural(ids.len(), "failed test")

@@ -14,7 +14,7 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
 use crate::error::VouchError;
-use crate::gate::testresults::Runner;
+use crate::gate::results::Runner;
 
 /// The presets compiled into the binary, by name.
 pub const PRESETS: &[(&str, &str)] = &[
