@@ -27,12 +27,13 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::VouchError;
 use crate::gate::outcome::{BiteStatus, Claim, Rule, Verdict};
 use crate::gate::profile::Profile;
+use crate::gate::report::Report;
 use crate::model::{ChatMessage, ChatRequest, ChatTurn, Client, ModelConfig};
 use crate::tools::{Tools, Workspace};
 use crate::ui::Ui;
@@ -42,7 +43,7 @@ pub use report::{RunReport, Status, StopReason, Tokens};
 pub use task::Task;
 
 use testrun::{cap, TestRunner};
-use transcript::Transcript;
+use transcript::{ElidedMessage, Event, NudgeKind, Transcript};
 
 /// Characters of a gate failure sent back to the model.
 const REPAIR_CAP: usize = 8000;
@@ -172,16 +173,19 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
     };
     let resumed = resumed.unwrap_or_default();
     if cfg.resume {
-        transcript.event(
-            "resume",
-            json!({"turns": resumed.turns, "messages": resumed.messages.len(), "sent": resumed.sent,
-                   "tokens": resumed.tokens, "base": wt.base.to_string()}),
-        );
+        transcript.event(&Event::Resume {
+            turns: resumed.turns,
+            messages: resumed.messages.len(),
+            sent: resumed.sent,
+            tokens: resumed.tokens,
+            base: wt.base.to_string(),
+        });
     } else {
-        transcript.event(
-            "start",
-            json!({"task": cfg.task.id, "base": wt.base.to_string(), "branch": wt.branch}),
-        );
+        transcript.event(&Event::Start {
+            task: cfg.task.id.clone(),
+            base: wt.base.to_string(),
+            branch: wt.branch.clone(),
+        });
     }
     let messages = if resumed.messages.is_empty() {
         vec![
@@ -257,15 +261,16 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
     };
     if matches!(agent.messages.last(), Some(ChatMessage::Assistant { .. })) {
         // The earlier run stopped on a reply without a call: the conversation goes on with a reminder.
-        agent.nudge("no-tool-call", prompt::NO_CALL);
+        agent.nudge(NudgeKind::NoToolCall, prompt::NO_CALL);
     }
     let (status, stop) = agent.run_loop().await;
     // The messages added since the last request, so that a resumed run goes on from here.
     agent.log_messages();
-    agent.transcript.event(
-        "stop",
-        json!({"status": status.name(), "stop_reason": stop.name(), "turns": agent.turns}),
-    );
+    agent.transcript.event(&Event::Stop {
+        status,
+        stop_reason: stop,
+        turns: agent.turns,
+    });
     let report = RunReport {
         task: cfg.task.id.clone(),
         title: cfg.task.title.clone(),
@@ -340,7 +345,7 @@ struct Agent<'a> {
     repairs: u32,
     claimed: Option<Claim>,
     summary: Option<String>,
-    gate: Option<Value>,
+    gate: Option<Report>,
     commit: Option<String>,
     error: Option<String>,
 }
@@ -378,7 +383,7 @@ impl Agent<'_> {
                         turn.warnings.join("; ")
                     ));
                 }
-                self.nudge("no-tool-call", &text);
+                self.nudge(NudgeKind::NoToolCall, &text);
             } else {
                 self.malformed = 0;
                 match self.calls(&turn, &rails).await {
@@ -398,7 +403,7 @@ impl Agent<'_> {
                     None if self.since_change >= rails.stall_turns => {
                         self.forcing = Some(rails.forcing_turns);
                         self.nudge(
-                            "forcing",
+                            NudgeKind::Forcing,
                             &prompt::forcing(self.since_change, rails.forcing_turns),
                         );
                     }
@@ -445,11 +450,14 @@ impl Agent<'_> {
                     out
                 }
             };
-            self.transcript.event(
-                "tool",
-                json!({"turn": self.turns, "id": call.id, "name": call.name,
-                       "arguments": call.arguments, "ok": ok, "result": text}),
-            );
+            self.transcript.event(&Event::Tool {
+                turn: self.turns,
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+                ok,
+                result: text.clone(),
+            });
             self.messages
                 .push(ChatMessage::tool(call.id.clone(), call.name.clone(), text));
         }
@@ -457,7 +465,7 @@ impl Agent<'_> {
             return Flow::Stop(self.unfinished(), StopReason::RepeatedCall);
         }
         if warn_repeat {
-            self.nudge("repeated-call", prompt::REPEATED);
+            self.nudge(NudgeKind::RepeatedCall, prompt::REPEATED);
         }
         if let Some((claim, summary)) = submitted {
             self.claimed = Some(claim);
@@ -481,7 +489,7 @@ impl Agent<'_> {
                     self.repairs += 1;
                     self.since_change = 0;
                     self.forcing = None;
-                    self.nudge("repair", &message);
+                    self.nudge(NudgeKind::Repair, &message);
                     return Flow::Repair;
                 }
             }
@@ -491,8 +499,8 @@ impl Agent<'_> {
 
     /// A stopped run: rejected when a gate already failed it, else incomplete.
     fn unfinished(&self) -> Status {
-        match self.gate.as_ref().and_then(|g| g.get("verdict")) {
-            Some(v) if v == "fail" => Status::Rejected,
+        match self.gate.as_ref().map(|g| g.verdict) {
+            Some(Verdict::Fail) => Status::Rejected,
             _ => Status::Incomplete,
         }
     }
@@ -554,11 +562,17 @@ impl Agent<'_> {
             .iter()
             .map(|m| m.to_openai().to_string().len())
             .sum();
-        self.transcript.event(
-            "request",
-            json!({"turn": self.turns, "messages": req.messages.len(), "bytes": bytes,
-                   "tools": req.tools.iter().filter_map(|t| t.pointer("/function/name")).collect::<Vec<_>>()}),
-        );
+        self.transcript.event(&Event::Request {
+            turn: self.turns,
+            messages: req.messages.len(),
+            bytes,
+            tools: req
+                .tools
+                .iter()
+                .filter_map(|t| t.pointer("/function/name").and_then(Value::as_str))
+                .map(String::from)
+                .collect(),
+        });
         let asked = Instant::now();
         let remaining = rails
             .wall_time
@@ -572,8 +586,10 @@ impl Agent<'_> {
             Err(_) => return Err(StopReason::WallTime),
             Ok(Err(e)) => {
                 let message = e.to_string();
-                self.transcript
-                    .event("model-error", json!({"turn": self.turns, "error": message}));
+                self.transcript.event(&Event::ModelError {
+                    turn: self.turns,
+                    error: message.clone(),
+                });
                 self.ui
                     .line(&format!("  turn {}: model error: {message}", self.turns));
                 self.error = Some(message);
@@ -586,13 +602,19 @@ impl Agent<'_> {
         self.tokens.prompt += usage.prompt;
         self.tokens.completion += usage.completion;
         self.tokens.cached += usage.cached.unwrap_or(0);
-        self.transcript.event(
-            "response",
-            json!({"turn": self.turns, "duration_ms": asked.elapsed().as_millis() as u64,
-                   "content": turn.content, "reasoning": turn.reasoning, "calls": turn.calls,
-                   "finish_reason": turn.finish_reason, "usage": turn.usage, "timings": turn.timings,
-                   "mode": turn.mode, "recovered": turn.recovered, "warnings": turn.warnings}),
-        );
+        self.transcript.event(&Event::Response {
+            turn: self.turns,
+            duration_ms: asked.elapsed().as_millis() as u64,
+            content: turn.content.clone(),
+            reasoning: turn.reasoning.clone(),
+            calls: turn.calls.clone(),
+            finish_reason: turn.finish_reason.clone(),
+            usage: turn.usage,
+            timings: turn.timings.clone(),
+            mode: turn.mode,
+            recovered: turn.recovered,
+            warnings: turn.warnings.clone(),
+        });
         let names: Vec<&str> = turn.calls.iter().map(|c| c.name.as_str()).collect();
         let cache = match usage.cached {
             Some(c) if usage.prompt > 0 => {
@@ -744,33 +766,38 @@ impl Agent<'_> {
             };
             if let ChatMessage::Tool { name, content, .. } = &mut self.messages[i] {
                 freed += content.len().saturating_sub(placeholder.len()) as f64 * per_byte;
-                elided.push(json!({"index": i, "name": name, "bytes": content.len()}));
+                elided.push(ElidedMessage {
+                    index: i,
+                    name: name.clone(),
+                    bytes: content.len(),
+                });
                 *content = placeholder;
             }
         }
         if elided.is_empty() {
             return;
         }
-        self.transcript.event(
-            "elided",
-            json!({"turn": self.turns, "prompt_tokens": self.last_prompt, "context": context,
-                   "estimated_tokens": freed as u64, "messages": elided}),
-        );
+        let count = elided.len();
+        let indices: Vec<usize> = elided.iter().map(|e| e.index).collect();
+        self.transcript.event(&Event::Elided {
+            turn: self.turns,
+            prompt_tokens: self.last_prompt,
+            context,
+            estimated_tokens: freed as u64,
+            messages: elided,
+        });
         // The new text of those messages, so that a resumed run sends the same prefix.
-        for e in &elided {
-            if let Some(i) = e.get("index").and_then(Value::as_u64) {
-                let i = i as usize;
-                self.transcript.event(
-                    "message",
-                    json!({"index": i, "message": self.messages[i].to_openai()}),
-                );
-            }
+        for i in indices {
+            self.transcript.event(&Event::Message {
+                index: i,
+                message: self.messages[i].clone(),
+            });
         }
         self.ui.line(&format!(
             "  context: prompt {} of {context} tokens; elided {} old tool output{} (~{} tokens)",
             self.last_prompt,
-            elided.len(),
-            if elided.len() == 1 { "" } else { "s" },
+            count,
+            if count == 1 { "" } else { "s" },
             freed as u64
         ));
     }
@@ -780,17 +807,20 @@ impl Agent<'_> {
     /// earlier one with the same index.
     fn log_messages(&mut self) {
         for (i, m) in self.messages.iter().enumerate().skip(self.sent) {
-            self.transcript
-                .event("message", json!({"index": i, "message": m.to_openai()}));
+            self.transcript.event(&Event::Message {
+                index: i,
+                message: m.clone(),
+            });
         }
     }
 
     /// A user message from the loop itself.
-    fn nudge(&mut self, kind: &str, text: &str) {
-        self.transcript.event(
-            "nudge",
-            json!({"turn": self.turns, "kind": kind, "text": text}),
-        );
+    fn nudge(&mut self, kind: NudgeKind, text: &str) {
+        self.transcript.event(&Event::Nudge {
+            turn: self.turns,
+            kind,
+            text: text.to_string(),
+        });
         // Two loop messages in one turn become one user message: some chat templates insist that roles
         // alternate. The previous one has not been sent yet, so this rewrites no history.
         if let Some(ChatMessage::User { content }) = self.messages.last_mut() {
@@ -807,8 +837,9 @@ impl Agent<'_> {
             Ok(g) => g,
             Err(e) => {
                 let message = format!("{e:#}");
-                self.transcript
-                    .event("gate-error", json!({"error": message}));
+                self.transcript.event(&Event::GateError {
+                    error: message.clone(),
+                });
                 Gated::Error(message)
             }
         }
@@ -830,8 +861,11 @@ impl Agent<'_> {
             ));
         }
         let Some(oid) = self.wt.commit(&message, &author)? else {
-            self.transcript
-                .event("commit", json!({"commit": null, "note": "nothing changed"}));
+            self.transcript.event(&Event::Commit {
+                commit: None,
+                branch: None,
+                note: Some("nothing changed".to_string()),
+            });
             return Ok(Gated::Fail(
                 "You submitted GO, but nothing in the repository differs from the base commit: there is no \
                  change to verify. Make the fix and add a test, then submit again."
@@ -839,10 +873,11 @@ impl Agent<'_> {
             ));
         };
         self.commit = Some(oid.to_string());
-        self.transcript.event(
-            "commit",
-            json!({"commit": oid.to_string(), "branch": self.wt.branch}),
-        );
+        self.transcript.event(&Event::Commit {
+            commit: Some(oid.to_string()),
+            branch: Some(self.wt.branch.clone()),
+            note: None,
+        });
         self.ui.line(&format!(
             "  committed {} on {}; gating {}..{}",
             short(&oid.to_string()),
@@ -862,12 +897,10 @@ impl Agent<'_> {
         let report = crate::gate::run(&opts, self.ui, self.cancel)
             .await
             .context("run the gate")?;
-        let value = serde_json::to_value(&report).context("serialize the gate report")?;
-        self.transcript.event(
-            "gate",
-            json!({"commit": oid.to_string(), "verdict": report.verdict, "reasons": report.reasons}),
-        );
-        self.gate = Some(value);
+        self.transcript.event(&Event::Gate {
+            commit: oid.to_string(),
+            report: Box::new(report.clone()),
+        });
         self.ui.line(&format!(
             "  gate: {}{}",
             report.verdict.name(),
@@ -877,14 +910,16 @@ impl Agent<'_> {
                 format!(" ({})", report.reasons.join("; "))
             }
         ));
-        Ok(match report.verdict {
+        let gated = match report.verdict {
             Verdict::Pass => Gated::Pass,
             Verdict::Error => Gated::Error(format!(
                 "the gate could not judge the change: {}",
                 report.reasons.join("; ")
             )),
             Verdict::Fail => Gated::Fail(repair_message(&report)),
-        })
+        };
+        self.gate = Some(report);
+        Ok(gated)
     }
 }
 
@@ -907,14 +942,15 @@ fn call_detail(before: &[ChatMessage], id: &str) -> String {
 fn resumable(cfg: &Config) -> Result<transcript::Resumed> {
     let records = cfg.workspaces.join(&cfg.task.id).join(".vouch");
     if let Ok(text) = std::fs::read_to_string(records.join("report.json")) {
-        let status = serde_json::from_str::<Value>(&text)
+        let status = serde_json::from_str::<RunReport>(&text)
             .ok()
-            .and_then(|r| r.get("status").and_then(Value::as_str).map(String::from));
-        if let Some(status @ ("verified" | "rejected" | "no-go")) = status.as_deref() {
+            .map(|r| r.status);
+        if let Some(status @ (Status::Verified | Status::Rejected | Status::NoGo)) = status {
             return Err(VouchError::usage_hint(
                 format!(
-                    "the run of task `{}` finished ({status}); there is nothing to resume",
-                    cfg.task.id
+                    "the run of task `{}` finished ({}); there is nothing to resume",
+                    cfg.task.id,
+                    status.name()
                 ),
                 format!(
                     "see {}; pass --fresh instead of --resume to start the task over",
