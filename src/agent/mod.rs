@@ -18,9 +18,7 @@
 
 pub mod prompt;
 pub mod report;
-pub mod shell;
 pub mod task;
-pub mod testrun;
 pub mod transcript;
 
 use std::path::PathBuf;
@@ -35,14 +33,16 @@ use crate::gate::outcome::{BiteStatus, Claim, Rule, Verdict};
 use crate::gate::profile::Profile;
 use crate::gate::report::Report;
 use crate::model::{ChatMessage, ChatRequest, ChatTurn, Client, ModelConfig};
-use crate::tools::{Tools, Workspace};
+use crate::tools::{
+    cap, Context as ToolContext, Registry, Settings, ShellRunner, Submission, TestRunner,
+    ToolError, Workspace,
+};
 use crate::ui::Ui;
 use crate::workspace::{signature, Worktree};
 
 pub use report::{RunReport, Status, StopReason, Tokens};
 pub use task::Task;
 
-use testrun::{cap, TestRunner};
 use transcript::{ElidedMessage, Event, NudgeKind, Transcript};
 
 /// Characters of a gate failure sent back to the model.
@@ -195,23 +195,26 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
     } else {
         resumed.messages
     };
-    let tests = profile.as_ref().map(|p| {
-        TestRunner::new(
-            p,
-            &wt.dir,
-            records.join("logs"),
-            cfg.cache.join("agent").join(&cfg.task.id),
-        )
-    });
-    let tools = Tools::standard(Workspace::new(&wt.dir)?);
-    let shell = cfg.shell.map(|timeout| {
-        shell::ShellRunner::new(
-            wt.dir.clone(),
-            records.join("logs"),
-            timeout,
-            cfg.model.api_key_env.as_deref(),
-        )
-    });
+    let settings = Settings {
+        tests: profile.as_ref().map(|p| {
+            TestRunner::new(
+                p,
+                &wt.dir,
+                records.join("logs"),
+                cfg.cache.join("agent").join(&cfg.task.id),
+            )
+        }),
+        shell: cfg.shell.map(|timeout| {
+            ShellRunner::new(
+                wt.dir.clone(),
+                records.join("logs"),
+                timeout,
+                cfg.model.api_key_env.as_deref(),
+            )
+        }),
+    };
+    let registry = Registry::for_run(&settings);
+    let workspace = Workspace::new(&wt.dir)?;
     ui.line(&format!(
         "vouch run {}: {}worktree {} on branch {} from {}",
         cfg.task.id,
@@ -236,9 +239,9 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         ui,
         cancel,
         client,
-        tools,
-        tests,
-        shell,
+        registry,
+        workspace,
+        settings,
         wt,
         transcript,
         messages,
@@ -322,10 +325,10 @@ struct Agent<'a> {
     ui: &'a Ui,
     cancel: &'a CancellationToken,
     client: Client,
-    tools: Tools,
-    tests: Option<TestRunner>,
-    /// The `shell` tool, when it is allowed.
-    shell: Option<shell::ShellRunner>,
+    /// The tools offered to the model.
+    registry: Registry,
+    workspace: Workspace,
+    settings: Settings,
     wt: Worktree,
     transcript: Transcript,
     messages: Vec<ChatMessage>,
@@ -416,11 +419,12 @@ impl Agent<'_> {
     /// Runs the calls of one turn in order, one tool result each, then the rails and `submit`.
     async fn calls(&mut self, turn: &ChatTurn, rails: &Rails) -> Flow {
         let mut changed = false;
-        let mut submitted: Option<(Claim, String)> = None;
+        let mut submitted: Option<Submission> = None;
+        let mut broken: Option<String> = None;
         let mut repeated_stop = false;
         let mut warn_repeat = false;
         for call in &turn.calls {
-            let (ok, text) = if repeated_stop {
+            let (ok, text) = if repeated_stop || broken.is_some() {
                 (false, "Not run: the run stopped.".to_string())
             } else if submitted.is_some() {
                 (false, "Not run: submit ended the task.".to_string())
@@ -443,11 +447,20 @@ impl Agent<'_> {
                     if self.repeats == rails.repeat_limit {
                         warn_repeat = true;
                     }
-                    let out = self.call(&call.name, &call.arguments, &mut submitted).await;
-                    if out.0 && self.mutates(&call.name) {
-                        changed = true;
+                    match self.call(&call.name, &call.arguments, &mut submitted).await {
+                        Ok(text) => {
+                            if self.mutates(&call.name) {
+                                changed = true;
+                            }
+                            (true, text)
+                        }
+                        Err(ToolError::Failed(text)) => (false, text),
+                        Err(ToolError::Infrastructure(e)) => {
+                            let message = format!("{} failed: {e:#}", call.name);
+                            broken = Some(message.clone());
+                            (false, format!("{message}; the run stops."))
+                        }
                     }
-                    out
                 }
             };
             self.transcript.event(&Event::Tool {
@@ -461,13 +474,17 @@ impl Agent<'_> {
             self.messages
                 .push(ChatMessage::tool(call.id.clone(), call.name.clone(), text));
         }
+        if let Some(message) = broken {
+            self.error = Some(message);
+            return Flow::Stop(Status::Error, StopReason::ToolError);
+        }
         if repeated_stop {
             return Flow::Stop(self.unfinished(), StopReason::RepeatedCall);
         }
         if warn_repeat {
             self.nudge(NudgeKind::RepeatedCall, prompt::REPEATED);
         }
-        if let Some((claim, summary)) = submitted {
+        if let Some(Submission { claim, summary }) = submitted {
             self.claimed = Some(claim);
             self.summary = Some(summary.clone());
             if claim == Claim::NoGo {
@@ -534,22 +551,17 @@ impl Agent<'_> {
 
     /// One request to the model; `Err` is the reason to stop.
     async fn turn(&mut self, rails: &Rails) -> Result<ChatTurn, StopReason> {
-        let all = crate::toolcall::agent_tools();
-        let mut offered: Vec<Value> = all
-            .as_array()
+        let offered: Vec<Value> = self
+            .registry
+            .definitions()
             .into_iter()
-            .flatten()
             .filter(|t| {
                 self.forcing.is_none()
                     || t.pointer("/function/name")
                         .and_then(Value::as_str)
                         .is_some_and(|n| prompt::FORCING_TOOLS.contains(&n))
             })
-            .cloned()
             .collect();
-        if self.shell.is_some() && self.forcing.is_none() {
-            offered.push(shell::definition());
-        }
         self.elide();
         self.log_messages();
         self.sent = self.messages.len();
@@ -643,7 +655,7 @@ impl Agent<'_> {
     }
 
     fn mutates(&self, name: &str) -> bool {
-        self.tools.get(name).is_some_and(|t| t.mutates())
+        self.registry.get(name).is_some_and(|t| t.mutates())
     }
 
     /// Runs one call; `submit` fills `submitted`.
@@ -651,67 +663,19 @@ impl Agent<'_> {
         &mut self,
         name: &str,
         args: &Value,
-        submitted: &mut Option<(Claim, String)>,
-    ) -> (bool, String) {
+        submitted: &mut Option<Submission>,
+    ) -> Result<String, ToolError> {
         if self.forcing.is_some() && !prompt::FORCING_TOOLS.contains(&name) {
-            return (
-                false,
-                format!(
-                    "{name} is not available now: only edit, write_file and submit are. Change a file or submit."
-                ),
-            );
+            return Err(ToolError::failed(format!(
+                "{name} is not available now: only edit, write_file and submit are. Change a file or submit."
+            )));
         }
-        match name {
-            "submit" => {
-                let verdict = args.get("verdict").and_then(Value::as_str).map(str::trim);
-                let claim = match verdict.map(str::to_ascii_uppercase).as_deref() {
-                    Some("GO") => Claim::Go,
-                    Some("NO-GO") | Some("NOGO") | Some("NO_GO") => Claim::NoGo,
-                    _ => {
-                        return (
-                            false,
-                            "submit needs verdict \"GO\" or \"NO-GO\" and a summary.".to_string(),
-                        )
-                    }
-                };
-                let summary = args
-                    .get("summary")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
-                *submitted = Some((claim, summary));
-                let text = match claim {
-                    Claim::Go => "Submitted GO. The change is being verified by the gate.",
-                    Claim::NoGo => "Submitted NO-GO.",
-                };
-                (true, text.to_string())
-            }
-            "run_tests" => {
-                let selector = args.get("selector").and_then(Value::as_str);
-                match self.tests.as_mut() {
-                    None => (
-                        false,
-                        "No gate profile matches this repository, so vouch does not know how to run its tests."
-                            .to_string(),
-                    ),
-                    Some(runner) => match runner.run(selector, self.cancel).await {
-                        Ok(out) => (out.ok, out.text),
-                        Err(e) => (false, format!("The tests could not be started: {e:#}")),
-                    },
-                }
-            }
-            shell::NAME if self.shell.is_some() => match self.shell.as_mut() {
-                Some(runner) => {
-                    let out = runner.run(args, self.cancel).await;
-                    (out.ok, out.text)
-                }
-                None => (false, "shell is not available.".to_string()),
-            },
-            _ => {
-                let out = self.tools.dispatch(name, args);
-                (out.ok, out.text)
-            }
+        let mut ctx = ToolContext::new(&self.workspace, self.cancel, &self.settings);
+        let result = self.registry.dispatch(&mut ctx, name, args).await;
+        if let Some(s) = ctx.submission {
+            *submitted = Some(s);
         }
+        result
     }
 
     /// The server's context size: `/props` (llama-server), else `--context`, else [`DEFAULT_CONTEXT`].

@@ -53,6 +53,8 @@ pub enum StopReason {
     /// Replies without any tool call, again after the nudge.
     NoToolCalls,
     ModelError,
+    /// A tool failed in a way no call can fix (infrastructure).
+    ToolError,
     Cancelled,
 }
 
@@ -67,6 +69,7 @@ impl StopReason {
             StopReason::RepeatedCall => "repeated-call",
             StopReason::NoToolCalls => "no-tool-calls",
             StopReason::ModelError => "model-error",
+            StopReason::ToolError => "tool-error",
             StopReason::Cancelled => "cancelled",
         }
     }
