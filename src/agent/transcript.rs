@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::report::{Status, StopReason, Tokens};
 use crate::gate::report::Report;
-use crate::model::{ChatMessage, Mode, ToolCall, Usage};
+use crate::model::{ChatMessage, ChatTurn, Mode, ToolCall, Usage};
 
 /// One line of `transcript.jsonl`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -105,6 +105,25 @@ pub enum Event {
         stop_reason: StopReason,
         turns: u32,
     },
+}
+
+impl Event {
+    /// The `response` event of turn `turn`, answered in `duration_ms`.
+    pub fn response(turn: u32, duration_ms: u64, reply: &ChatTurn) -> Event {
+        Event::Response {
+            turn,
+            duration_ms,
+            content: reply.content.clone(),
+            reasoning: reply.reasoning.clone(),
+            calls: reply.calls.clone(),
+            finish_reason: reply.finish_reason.clone(),
+            usage: reply.usage,
+            timings: reply.timings.clone(),
+            mode: reply.mode,
+            recovered: reply.recovered,
+            warnings: reply.warnings.clone(),
+        }
+    }
 }
 
 /// Why the loop added a user message.
