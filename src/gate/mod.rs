@@ -15,6 +15,7 @@ mod checks;
 pub mod findings;
 pub mod judge;
 pub mod outcome;
+pub mod paths;
 mod places;
 pub mod prepare;
 pub mod profile;

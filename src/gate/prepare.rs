@@ -15,7 +15,8 @@ use sha2::{Digest, Sha256};
 
 use crate::error::VouchError;
 use crate::gate::outcome::Claim;
-use crate::gate::profile::{self, Classifier, PathClass, Profile, REPO_PROFILE};
+use crate::gate::paths::{Classifier, PathClass};
+use crate::gate::profile::{self, Profile, REPO_PROFILE};
 use crate::gate::report::{ChangedFile, Rev};
 use crate::gate::split;
 use crate::git::{Change, ChangeKind};

@@ -10,7 +10,7 @@ use crate::gate::bite::BiteReport;
 use crate::gate::outcome::{
     Baseline, BiteStatus, Claim, ClaimOutcome, Finding, StepStatus, Verdict,
 };
-use crate::gate::profile::PathClass;
+use crate::gate::paths::PathClass;
 use crate::gate::steps::{human, StepReport};
 use crate::git::ChangeKind;
 

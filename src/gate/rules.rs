@@ -4,7 +4,7 @@
 //! Pure functions of the classified changes, so each rule is tested without a repository.
 
 use crate::gate::outcome::{Finding, Rule};
-use crate::gate::profile::{Classifier, PathClass};
+use crate::gate::paths::{Classifier, PathClass};
 use crate::gate::report::ChangedFile;
 use crate::gate::steps::plural;
 

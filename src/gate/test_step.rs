@@ -55,7 +55,7 @@ impl GateRun<'_> {
                     format!(
                         "step `{}` (test) timed out after {}; its process group was killed{}",
                         step.name,
-                        human(step.timeout()?),
+                        human(step.timeout()),
                         running_at_timeout(&run.results)
                     ),
                 )
@@ -162,7 +162,7 @@ impl GateRun<'_> {
                 env,
                 &cmds,
                 &format!("rerun{attempt}-"),
-                step.timeout()?,
+                step.timeout(),
                 self.cancel,
             )
             .await?;

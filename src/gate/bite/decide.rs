@@ -194,11 +194,7 @@ pub fn at_head(ids: &BTreeSet<String>, head: &[TestResult]) -> (Vec<String>, Vec
 /// step took at head (five times that, at least a minute, at most the step's own timeout). A test that loops
 /// without the fix then costs minutes, not the half hour a full test step may take.
 pub fn timeout(policy: &BitePolicy, step_timeout: Duration, head_duration: Duration) -> Duration {
-    if let Some(t) = policy
-        .timeout
-        .as_deref()
-        .and_then(|t| crate::gate::profile::parse_duration(t).ok())
-    {
+    if let Some(t) = policy.timeout {
         return t;
     }
     (head_duration * 5)
@@ -362,7 +358,7 @@ mod tests {
         );
         assert_eq!(timeout(&p, step, Duration::from_secs(1000)), step);
         let set = BitePolicy {
-            timeout: Some("4s".into()),
+            timeout: Some(Duration::from_secs(4)),
             ..BitePolicy::default()
         };
         assert_eq!(

@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::gate::bite::BiteReport;
-use crate::gate::profile::PathClass;
+use crate::gate::paths::PathClass;
 use crate::gate::testmap::TestChange;
 use crate::gate::testresults::{Runner, TestResult};
 use crate::git::ChangeKind;

@@ -80,7 +80,7 @@ impl GateRun<'_> {
             report.warnings.extend(touched.notes);
             let (run_ids, mut tests) = bite::at_head(&touched.ids, head_results);
             if !run_ids.is_empty() {
-                let limit = bite::timeout(&policy, step.timeout()?, head_duration);
+                let limit = bite::timeout(&policy, step.timeout(), head_duration);
                 let selected = self
                     .bite_selected(step, &plan, &run_ids, limit, started)
                     .await?;
@@ -183,7 +183,7 @@ impl GateRun<'_> {
             "step `{}` has no per-test results (runner generic): the whole test command was run without the production change",
             step.name
         ));
-        let limit = bite::timeout(policy, step.timeout()?, head_duration);
+        let limit = bite::timeout(policy, step.timeout(), head_duration);
         let pb = self
             .ui
             .start("bite check: the whole test command without the production change");
