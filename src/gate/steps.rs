@@ -269,7 +269,7 @@ pub async fn run_step(
         argv.clone(),
         &junit,
         &stem,
-        step.timeout()?,
+        step.timeout(),
         merge(step),
     );
     let command = process::quote_argv(&argv);

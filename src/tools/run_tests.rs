@@ -127,7 +127,7 @@ impl TestRunner {
                 }
             }
         }
-        let timeout = step.timeout()?;
+        let timeout = step.timeout();
         let spec = self
             .env
             .spec(step, argv.clone(), &junit, &stem, timeout, true);
