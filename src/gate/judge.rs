@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::gate::outcome::{Finding, StepStatus, Verdict};
+use crate::gate::results::{TestResult, TestStatus};
 use crate::gate::steps::StepReport;
-use crate::gate::testresults::{TestResult, TestStatus};
 
 /// The verdict from the steps and the findings: `error` when a step could not run at all (the gate cannot
 /// judge), `fail` when any rule is broken, else `pass`.

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::gate::outcome::StepStatus;
 use crate::gate::profile::{Step, StepKind};
-use crate::gate::testresults::{self, RunOutput, TestResult, TestStatus};
+use crate::gate::results::{self, RunOutput, TestResult, TestStatus};
 use crate::process::{self, Outcome, Spec};
 use crate::room::{DriftKind, Room};
 use crate::sandbox::{self, Policy, Sandbox};
@@ -296,7 +296,7 @@ pub async fn run_step(
         argv.clone(),
         &junit,
         &stem,
-        step.timeout()?,
+        step.timeout(),
         merge(step),
     );
     let command = process::quote_argv(&argv);
@@ -418,7 +418,7 @@ pub async fn run_selection(
 fn parse_results(step: &Step, env: &StepEnv, spec: &Spec, junit: &Path) -> Vec<TestResult> {
     let stdout = parser_input(step, spec);
     let junit_text = std::fs::read_to_string(junit).ok();
-    testresults::parse(
+    results::parse(
         step.runner(),
         &RunOutput {
             stdout: &stdout,
@@ -432,7 +432,7 @@ fn parse_results(step: &Step, env: &StepEnv, spec: &Spec, junit: &Path) -> Vec<T
 /// its build errors, so those get the combined log (interleaved line by line); the others get stdout alone.
 fn parser_input(step: &Step, spec: &Spec) -> String {
     let path = match step.runner() {
-        testresults::Runner::Go => &spec.log_path,
+        results::Runner::Go => &spec.log_path,
         _ => &spec.stdout_path,
     };
     std::fs::read_to_string(path).unwrap_or_default()
@@ -440,7 +440,7 @@ fn parser_input(step: &Step, spec: &Spec) -> String {
 
 /// Whether a step's output streams must share one pipe (see [`Spec::merge_output`]).
 fn merge(step: &Step) -> bool {
-    use testresults::Runner;
+    use results::Runner;
     let parser_wants_stdout = step.kind == StepKind::Test
         && matches!(step.runner(), Runner::Go | Runner::Pytest | Runner::Node);
     !step.fail_if_output && !parser_wants_stdout

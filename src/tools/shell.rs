@@ -6,39 +6,60 @@
 //! from the allowlist ([`crate::sandbox::child_env`]), so vouch's API key is not in it.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::{object, CallFuture, CallResult, Context, Tool, ToolError};
 use crate::process;
 use crate::sandbox::{Policy, Sandbox};
-use crate::tools::ToolOutput;
 
-/// The tool's name.
-pub const NAME: &str = "shell";
 /// Characters of output from the start returned to the model.
 const HEAD_CHARS: usize = 2000;
 /// Characters of output from the end returned to the model.
 const TAIL_CHARS: usize = 6000;
 
-/// The OpenAI definition of `shell`.
-pub fn definition() -> Value {
-    json!({
-        "type": "function",
-        "function": {
-            "name": NAME,
-            "description": "Run a shell command (sh -c) in the repository's root and return its exit status and output. \
-                            It has a timeout; prefer read_file, search and edit for reading and changing files.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "command": {"type": "string", "description": "The command line, run with sh -c in the repository's root."}
-                },
-                "required": ["command"],
+/// The tool; how it runs commands comes from [`super::Settings::shell`].
+pub struct Shell;
+
+impl Tool for Shell {
+    fn name(&self) -> &'static str {
+        "shell"
+    }
+
+    fn description(&self) -> &'static str {
+        "Run a shell command (sh -c) in the repository's root and return its exit status and output. \
+         It has a timeout; prefer read_file, search and edit for reading and changing files."
+    }
+
+    fn parameters(&self) -> Value {
+        object(
+            json!({
+                "command": {"type": "string", "description": "The command line, run with sh -c in the repository's root."}
+            }),
+            &["command"],
+        )
+    }
+
+    /// A command may change files, but the rails count only `edit` and `write_file` as a change.
+    fn mutates(&self) -> bool {
+        false
+    }
+
+    fn strict(&self) -> bool {
+        false
+    }
+
+    fn call<'a>(&'a self, ctx: &'a mut Context<'_>, args: &'a Value) -> CallFuture<'a> {
+        Box::pin(async move {
+            match &ctx.settings.shell {
+                Some(runner) => runner.run(args, ctx.cancel).await,
+                None => Err(ToolError::failed("shell is not available.")),
             }
-        }
-    })
+        })
+    }
 }
 
 /// The shell's environment: the allowlist with `home` as HOME, and never the variable `api_key_env` names.
@@ -50,6 +71,7 @@ pub fn shell_env(home: &std::path::Path, api_key_env: Option<&str>) -> Vec<(Stri
 }
 
 /// Runs the model's shell commands in one worktree.
+#[derive(Debug)]
 pub struct ShellRunner {
     dir: PathBuf,
     logs: PathBuf,
@@ -57,7 +79,7 @@ pub struct ShellRunner {
     env: Vec<(String, String)>,
     sandbox: Sandbox,
     policy: Policy,
-    runs: u32,
+    runs: AtomicU32,
 }
 
 impl ShellRunner {
@@ -85,24 +107,28 @@ impl ShellRunner {
             logs,
             timeout,
             sandbox,
-            runs: 0,
+            runs: AtomicU32::new(0),
         }
     }
 
-    /// Runs `args.command`; every problem comes back as an error output.
-    pub async fn run(&mut self, args: &Value, cancel: &CancellationToken) -> ToolOutput {
+    /// Runs `args.command`; every problem, a failing command included, is a failed call.
+    pub async fn run(&self, args: &Value, cancel: &CancellationToken) -> CallResult {
         let Some(command) = args
             .get("command")
             .and_then(Value::as_str)
             .filter(|c| !c.trim().is_empty())
         else {
-            return ToolOutput::error("shell needs a non-empty `command` string.");
+            return Err(ToolError::failed(
+                "shell needs a non-empty `command` string.",
+            ));
         };
-        self.runs += 1;
+        let run = self.runs.fetch_add(1, Ordering::Relaxed) + 1;
         if let Err(e) = std::fs::create_dir_all(&self.logs) {
-            return ToolOutput::error(format!("The command could not be started: {e}"));
+            return Err(ToolError::failed(format!(
+                "The command could not be started: {e}"
+            )));
         }
-        let log = self.logs.join(format!("shell-{}.log", self.runs));
+        let log = self.logs.join(format!("shell-{run}.log"));
         let spec = process::Spec {
             argv: self.sandbox.wrap(
                 &["sh".into(), "-c".into(), command.to_string()],
@@ -118,7 +144,11 @@ impl ShellRunner {
         };
         let outcome = match process::run_clean_env(&spec, cancel).await {
             Ok(o) => o,
-            Err(e) => return ToolOutput::error(format!("The command could not be started: {e:#}")),
+            Err(e) => {
+                return Err(ToolError::failed(format!(
+                    "The command could not be started: {e:#}"
+                )))
+            }
         };
         let status = if outcome.timed_out {
             format!(
@@ -135,9 +165,9 @@ impl ShellRunner {
         let output = cap_middle(&outcome.head_and_tail(), HEAD_CHARS, TAIL_CHARS);
         let text = format!("$ {command}\n{status}\n{output}");
         if outcome.success() {
-            ToolOutput::ok(text)
+            Ok(text)
         } else {
-            ToolOutput::error(text)
+            Err(ToolError::Failed(text))
         }
     }
 }

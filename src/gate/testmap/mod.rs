@@ -1,27 +1,21 @@
 //! Which tests a change touches, and whether it removes or weakens existing ones.
 //!
-//! Test functions are found line by line per language (Go `func TestX`, Rust functions under a test attribute,
-//! Python `def test_*` with their decorators, node `test(...)`/`it(...)` calls). A changed line inside a test
-//! function selects that test (all its subtests, parametrized cases and table rows); a changed line outside any
-//! test function (a helper, a fixture, a skip list) or a changed non-code file (test data) selects every test of
-//! the file, package or directory, because real fixes often change only those (GATE_TRAPS 4). The ids come from
-//! the runner's results at head, so they are exactly what the runner can select.
+//! The test functions of each side of a changed file are found per language (`functions.rs`). A changed line
+//! inside a test function selects that test (all its subtests, parametrized cases and table rows); a changed
+//! line outside any test function (a helper, a fixture, a skip list) or a changed non-code file (test data)
+//! selects every test of the file, package or directory, because real fixes often change only those
+//! (GATE_TRAPS 4). The ids come from the runner's results at head, so they are exactly what the runner can
+//! select.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::gate::testresults::{Runner, TestResult};
+use crate::gate::results::{Runner, TestResult};
 
-/// A test function in a source file: its name and its lines (1-based, inclusive).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TestFn {
-    pub name: String,
-    pub start: usize,
-    pub end: usize,
-    /// Assertion-like calls in its body.
-    pub assertions: usize,
-    /// Skip markers on or in it (`#[ignore]`, `t.Skip`, `@pytest.mark.skip`, `test.skip`).
-    pub skips: usize,
-}
+mod functions;
+
+pub use functions::{test_functions, TestFn};
+
+use functions::{known_test_functions, lang};
 
 /// One changed test path with both sides' text (None where the side has no such file or it is not text).
 #[derive(Clone, Debug)]
@@ -45,324 +39,6 @@ pub struct Weakened {
     pub removed: Vec<String>,
     pub weakened: Vec<String>,
 }
-
-fn lang(path: &str) -> Option<Runner> {
-    let ext = path.rsplit_once('.').map(|(_, e)| e)?;
-    match ext {
-        "go" => Some(Runner::Go),
-        "rs" => Some(Runner::Cargo),
-        "py" => Some(Runner::Pytest),
-        "js" | "mjs" | "cjs" | "ts" | "mts" | "cts" | "jsx" | "tsx" => Some(Runner::Node),
-        _ => None,
-    }
-}
-
-/// The test functions of a source file, by its extension.
-pub fn test_functions(path: &str, text: &str) -> Vec<TestFn> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut fns = match lang(path) {
-        Some(Runner::Go) => go_fns(&lines),
-        Some(Runner::Cargo) => rust_fns(&lines),
-        Some(Runner::Pytest) => python_fns(&lines),
-        Some(Runner::Node) => node_fns(&lines),
-        _ => Vec::new(),
-    };
-    let l = lang(path);
-    for f in &mut fns {
-        let body = &lines[f.start - 1..f.end.min(lines.len())];
-        f.assertions = body.iter().map(|line| count_assertions(l, line)).sum();
-        f.skips = body.iter().map(|line| count_skips(l, line)).sum();
-    }
-    fns
-}
-
-fn count_assertions(l: Option<Runner>, line: &str) -> usize {
-    let t = line.trim_start();
-    if t.starts_with("//") || t.starts_with('#') && l != Some(Runner::Cargo) {
-        return 0;
-    }
-    let pats: &[&str] = match l {
-        Some(Runner::Go) => &[
-            "t.Error", "t.Fatal", "t.Fail", "assert.", "require.", "b.Error", "b.Fatal",
-        ],
-        Some(Runner::Cargo) => &[
-            "assert!",
-            "assert_eq!",
-            "assert_ne!",
-            "assert_matches!",
-            "panic!(",
-            "#[should_panic",
-            ".unwrap_err()",
-            "prop_assert",
-        ],
-        Some(Runner::Pytest) => &[
-            "assert ",
-            "assert(",
-            "self.assert",
-            "pytest.raises",
-            "pytest.fail",
-            ".assert_",
-        ],
-        Some(Runner::Node) => &["assert.", "assert(", "expect(", "t.assert", ".should"],
-        _ => &[],
-    };
-    pats.iter().map(|p| line.matches(p).count()).sum()
-}
-
-fn count_skips(l: Option<Runner>, line: &str) -> usize {
-    let pats: &[&str] = match l {
-        Some(Runner::Go) => &["t.Skip"],
-        Some(Runner::Cargo) => &["#[ignore"],
-        Some(Runner::Pytest) => &["mark.skip", "mark.xfail", "pytest.skip(", "unittest.skip"],
-        Some(Runner::Node) => &[".skip(", ".todo(", "skip: true", "t.skip("],
-        _ => &[],
-    };
-    pats.iter().map(|p| line.matches(p).count()).sum()
-}
-
-fn go_fns(lines: &[&str]) -> Vec<TestFn> {
-    let mut out = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        let Some(rest) = line.strip_prefix("func ") else {
-            continue;
-        };
-        let name: String = rest
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect();
-        let is_test = ["Test", "Fuzz", "Example", "Benchmark"]
-            .iter()
-            .any(|p| name.starts_with(p));
-        if !is_test {
-            continue;
-        }
-        let end = lines[i..]
-            .iter()
-            .position(|l| l.starts_with('}'))
-            .map_or(lines.len(), |p| i + p + 1);
-        out.push(TestFn {
-            name,
-            start: i + 1,
-            end,
-            assertions: 0,
-            skips: 0,
-        });
-    }
-    out
-}
-
-/// Counts braces on a line, skipping string and char literals and `//` comments (roughly: enough for tests).
-fn brace_delta(line: &str) -> i64 {
-    let mut depth = 0i64;
-    let mut chars = line.chars().peekable();
-    let mut in_str = false;
-    while let Some(c) = chars.next() {
-        if in_str {
-            match c {
-                '\\' => {
-                    chars.next();
-                }
-                '"' => in_str = false,
-                _ => {}
-            }
-            continue;
-        }
-        match c {
-            '"' => in_str = true,
-            '\'' => {
-                // A char literal like '{' or '\n'; lifetimes ('a) have no closing quote soon after.
-                let mut look = chars.clone();
-                let a = look.next();
-                let b = look.next();
-                let c3 = look.next();
-                if a == Some('\\') && c3 == Some('\'') || b == Some('\'') {
-                    chars.next();
-                    chars.next();
-                    if a == Some('\\') {
-                        chars.next();
-                    }
-                }
-            }
-            '/' if chars.peek() == Some(&'/') => break,
-            '{' => depth += 1,
-            '}' => depth -= 1,
-            _ => {}
-        }
-    }
-    depth
-}
-
-fn block_end(lines: &[&str], from: usize) -> usize {
-    let mut depth = 0i64;
-    let mut opened = false;
-    for (j, line) in lines.iter().enumerate().skip(from) {
-        let d = brace_delta(line);
-        if line.contains('{') {
-            opened = true;
-        }
-        depth += d;
-        if opened && depth <= 0 {
-            return j + 1;
-        }
-    }
-    lines.len()
-}
-
-fn rust_fns(lines: &[&str]) -> Vec<TestFn> {
-    let mut out = Vec::new();
-    let mut attr_start: Option<usize> = None;
-    let mut is_test = false;
-    for (i, line) in lines.iter().enumerate() {
-        let t = line.trim_start();
-        if t.starts_with("#[") {
-            attr_start.get_or_insert(i);
-            let attr = t.trim_start_matches("#[");
-            let path: String = attr
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
-                .collect();
-            if path
-                .rsplit("::")
-                .next()
-                .is_some_and(|last| last == "test" || last.ends_with("_test"))
-                || ["rstest", "test_case", "quickcheck", "proptest"].contains(&path.as_str())
-            {
-                is_test = true;
-            }
-            continue;
-        }
-        if t.starts_with("///") || t.starts_with("//") {
-            continue;
-        }
-        if is_test {
-            if let Some(pos) = t.find("fn ") {
-                let name: String = t[pos + 3..]
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                if !name.is_empty() {
-                    let start = attr_start.unwrap_or(i);
-                    out.push(TestFn {
-                        name,
-                        start: start + 1,
-                        end: block_end(lines, i),
-                        assertions: 0,
-                        skips: 0,
-                    });
-                }
-            }
-        }
-        attr_start = None;
-        is_test = false;
-    }
-    out
-}
-
-fn indent(line: &str) -> usize {
-    line.len() - line.trim_start().len()
-}
-
-fn python_fns(lines: &[&str]) -> Vec<TestFn> {
-    let mut out = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        let t = line.trim_start();
-        let rest = t
-            .strip_prefix("async def ")
-            .or_else(|| t.strip_prefix("def "));
-        let Some(rest) = rest else { continue };
-        let name: String = rest
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect();
-        if !name.starts_with("test") {
-            continue;
-        }
-        let ind = indent(line);
-        let mut start = i;
-        while start > 0
-            && indent(lines[start - 1]) == ind
-            && lines[start - 1].trim_start().starts_with('@')
-        {
-            start -= 1;
-        }
-        // A decorator may span lines (a parametrize list): walk up through lines indented deeper than `ind`
-        // when an `@` line at `ind` is found above them.
-        let mut probe = start;
-        while probe > 0 {
-            let prev = lines[probe - 1];
-            if prev.trim().is_empty() {
-                break;
-            }
-            if indent(prev) > ind
-                || prev.trim_start().starts_with(')')
-                || prev.trim_start().starts_with(']')
-            {
-                probe -= 1;
-                continue;
-            }
-            if indent(prev) == ind && prev.trim_start().starts_with('@') {
-                probe -= 1;
-                start = probe;
-                continue;
-            }
-            break;
-        }
-        let mut end = i + 1;
-        for (j, l) in lines.iter().enumerate().skip(i + 1) {
-            if l.trim().is_empty() {
-                continue;
-            }
-            if indent(l) <= ind {
-                break;
-            }
-            end = j + 1;
-        }
-        out.push(TestFn {
-            name,
-            start: start + 1,
-            end,
-            assertions: 0,
-            skips: 0,
-        });
-    }
-    out
-}
-
-fn node_fns(lines: &[&str]) -> Vec<TestFn> {
-    let mut out = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        let t = line.trim_start();
-        let callee: String = t
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '.' || *c == '_')
-            .collect();
-        let base = callee.split('.').next().unwrap_or("");
-        if !matches!(base, "test" | "it") || !t[callee.len()..].starts_with('(') {
-            continue;
-        }
-        let after = t[callee.len() + 1..].trim_start();
-        let Some(q) = after
-            .chars()
-            .next()
-            .filter(|c| matches!(c, '\'' | '"' | '`'))
-        else {
-            continue;
-        };
-        let Some(close) = after[1..].find(q) else {
-            continue;
-        };
-        let name = after[1..1 + close].to_owned();
-        out.push(TestFn {
-            name,
-            start: i + 1,
-            end: block_end(lines, i),
-            assertions: 0,
-            skips: 0,
-        });
-    }
-    out
-}
-
 /// Line numbers touched by the change: new-side lines inserted or replaced, and old-side lines deleted.
 fn touched_lines(old: &str, new: &str) -> (BTreeSet<usize>, BTreeSet<usize>) {
     let diff = similar::TextDiff::from_lines(old, new);
@@ -544,15 +220,16 @@ pub fn touched(
             out.ids.extend(ids.into_iter().map(str::to_owned));
             continue;
         }
+        let Some(new_fns) = known_test_functions(&ch.path, new) else {
+            select_whole_file(&mut out, &ch.path, &in_file);
+            continue;
+        };
         let Some(old) = &ch.old else {
             // A new file: its tests. Where ids are scoped wider than the file (a Go package, a Rust crate
             // root), only the test functions the file defines.
             let wide =
                 runner == Runner::Go || (runner == Runner::Cargo && ch.path.starts_with("src/"));
-            let names: BTreeSet<String> = test_functions(&ch.path, new)
-                .into_iter()
-                .map(|f| f.name)
-                .collect();
+            let names: BTreeSet<String> = new_fns.into_iter().map(|f| f.name).collect();
             out.ids.extend(
                 in_file
                     .iter()
@@ -563,8 +240,10 @@ pub fn touched(
             );
             continue;
         };
-        let new_fns = test_functions(&ch.path, new);
-        let old_fns = test_functions(&ch.path, old);
+        let Some(old_fns) = known_test_functions(&ch.path, old) else {
+            select_whole_file(&mut out, &ch.path, &in_file);
+            continue;
+        };
         let (new_lines, old_lines) = touched_lines(old, new);
         let mut names = BTreeSet::new();
         let mut outside = false;
@@ -609,6 +288,16 @@ pub fn touched(
     out
 }
 
+/// Selects every test of a changed file whose test functions cannot be known (a Rust file that does not
+/// parse on one side): any of them may be the one a changed line belongs to.
+fn select_whole_file(out: &mut Touched, path: &str, in_file: &[&str]) {
+    out.notes.push(format!(
+        "{path} does not parse: selected all {} of it",
+        crate::gate::steps::plural(in_file.len(), "test")
+    ));
+    out.ids.extend(in_file.iter().map(|s| s.to_string()));
+}
+
 /// Whether any of `lines` lies in a test region of the file but outside every test function.
 fn in_test_region_outside_fns(
     path: &str,
@@ -625,23 +314,28 @@ fn in_test_region_outside_fns(
     })
 }
 
-/// Tests the change deletes, and tests that lose assertions or gain skip markers.
+/// Tests the change deletes, and tests that lose assertions or gain skip markers. A file whose test functions
+/// cannot be known on either side (a Rust file that does not parse) is not compared: it reports nothing rather
+/// than every test as removed.
 pub fn weakened(changes: &[TestChange]) -> Weakened {
     let mut w = Weakened::default();
     for ch in changes {
         let Some(old) = &ch.old else { continue };
-        let old_fns = test_functions(&ch.path, old);
+        let Some(old_fns) = known_test_functions(&ch.path, old) else {
+            continue;
+        };
         if old_fns.is_empty() {
             continue;
         }
-        let new_fns: BTreeMap<String, TestFn> = ch
-            .new
-            .as_deref()
-            .map(|n| test_functions(&ch.path, n))
-            .unwrap_or_default()
-            .into_iter()
-            .map(|f| (f.name.clone(), f))
-            .collect();
+        let new_fns = match ch.new.as_deref() {
+            Some(n) => match known_test_functions(&ch.path, n) {
+                Some(fns) => fns,
+                None => continue,
+            },
+            None => Vec::new(),
+        };
+        let new_fns: BTreeMap<String, TestFn> =
+            new_fns.into_iter().map(|f| (f.name.clone(), f)).collect();
         for f in &old_fns {
             match new_fns.get(&f.name) {
                 None => w.removed.push(format!("{}::{}", ch.path, f.name)),
@@ -662,7 +356,7 @@ pub fn weakened(changes: &[TestChange]) -> Weakened {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::testresults::TestStatus;
+    use crate::gate::results::TestStatus;
 
     fn pass(id: &str) -> TestResult {
         TestResult {
@@ -679,80 +373,6 @@ mod tests {
             old: old.map(Into::into),
             new: new.map(Into::into),
         }
-    }
-
-    #[test]
-    fn go_test_functions_are_found_with_their_assertions() {
-        let src = "package x\n\nfunc helper() {}\n\nfunc TestA(t *testing.T) {\n\tif 1 != 1 {\n\t\tt.Fatal(\"x\")\n\t}\n}\n\nfunc TestB(t *testing.T) {\n\tt.Skip(\"later\")\n}\n";
-        let fns = test_functions("x_test.go", src);
-        assert_eq!(
-            fns,
-            vec![
-                TestFn {
-                    name: "TestA".into(),
-                    start: 5,
-                    end: 9,
-                    assertions: 1,
-                    skips: 0
-                },
-                TestFn {
-                    name: "TestB".into(),
-                    start: 11,
-                    end: 13,
-                    assertions: 0,
-                    skips: 1
-                },
-            ]
-        );
-    }
-
-    #[test]
-    fn rust_test_functions_start_at_their_attributes_and_end_at_their_brace() {
-        let src = "fn helper() -> &'static str { \"}\" }\n\n#[test]\n#[ignore]\nfn a() {\n    let s = '{';\n    assert_eq!(helper(), \"}\");\n}\n\n#[tokio::test]\nasync fn b() {\n    assert!(true);\n}\n";
-        let fns = test_functions("tests/x.rs", src);
-        assert_eq!(
-            fns,
-            vec![
-                TestFn {
-                    name: "a".into(),
-                    start: 3,
-                    end: 8,
-                    assertions: 1,
-                    skips: 1
-                },
-                TestFn {
-                    name: "b".into(),
-                    start: 10,
-                    end: 13,
-                    assertions: 1,
-                    skips: 0
-                },
-            ]
-        );
-    }
-
-    #[test]
-    fn python_tests_include_their_multiline_decorators() {
-        let src = "import pytest\n\n\n@pytest.mark.parametrize(\n    \"x\",\n    [1, 2],\n)\ndef test_x(x):\n    assert x\n\n\nclass TestC:\n    def test_y(self):\n        assert 1\n";
-        let fns = test_functions("tests/test_a.py", src);
-        assert_eq!(
-            fns.iter()
-                .map(|f| (f.name.as_str(), f.start, f.end))
-                .collect::<Vec<_>>(),
-            vec![("test_x", 4, 9), ("test_y", 13, 14)]
-        );
-    }
-
-    #[test]
-    fn node_tests_are_found_by_their_names() {
-        let src = "const test = require('node:test');\n\ntest('adds', () => {\n  assert.strictEqual(1, 1);\n});\n\ndescribe('suite', () => {\n  it(\"works\", () => {\n    expect(1).toBe(1);\n  });\n});\n";
-        let fns = test_functions("test/a.test.js", src);
-        assert_eq!(
-            fns.iter()
-                .map(|f| (f.name.as_str(), f.start, f.end, f.assertions))
-                .collect::<Vec<_>>(),
-            vec![("adds", 3, 5, 1), ("works", 8, 10, 1)]
-        );
     }
 
     #[test]
@@ -936,5 +556,39 @@ mod tests {
         );
         let gone = weakened(&[change("tests/test_w.py", Some(old), None)]);
         assert_eq!(gone.removed.len(), 3);
+    }
+
+    #[test]
+    fn a_rust_test_file_that_does_not_parse_selects_all_its_tests_and_reports_no_removal() {
+        let old = "#[test]\nfn a() {\n    assert!(true);\n}\n\n#[test]\nfn b() {}\n";
+        let new = "#[test]\nfn a() {\n    assert!(true;\n}\n\n#[test]\nfn b() {}\n";
+        assert!(test_functions("tests/x.rs", new).is_empty());
+        let head = [
+            pass("x@tests/x.rs::a"),
+            pass("x@tests/x.rs::b"),
+            pass("y@tests/y.rs::c"),
+        ];
+        for (old, new) in [(Some(old), new), (Some(new), old), (None, new)] {
+            let t = touched(
+                Runner::Cargo,
+                None,
+                &[change("tests/x.rs", old, Some(new))],
+                &head,
+            );
+            assert_eq!(
+                t.ids,
+                ["x@tests/x.rs::a", "x@tests/x.rs::b"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+                "{old:?} -> {new:?}"
+            );
+            assert_eq!(
+                t.notes,
+                vec!["tests/x.rs does not parse: selected all 2 tests of it".to_string()]
+            );
+        }
+        let w = weakened(&[change("tests/x.rs", Some(old), Some(new))]);
+        assert_eq!(w, Weakened::default());
     }
 }
