@@ -46,6 +46,10 @@ fn with_five_calls(bytes: usize) -> String {
     out
 }
 
+#[allow(
+    clippy::panic,
+    reason = "a benchmark that cannot build its input has nothing to measure"
+)]
 fn bench(c: &mut Criterion) {
     let tools = match ToolSpec::from_openai(&agent_tools()) {
         Ok(tools) => tools,
