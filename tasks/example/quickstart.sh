@@ -37,7 +37,10 @@ PY
 echo "== the example repository"
 bash tasks/example/make-repo.sh
 
-echo "== vouch run: SmolLM2 works on tasks/example.md (repository workspaces/example-repo, worktree workspaces/example)"
+echo "== vouch run: SmolLM2 works on tasks/example.md (repository workspaces/example-repo, worktree and records under workspaces/vouch-data)"
+# vouch keeps its worktrees and records under $VOUCH_DATA (default: the user's data dir); here, beside the example.
+export VOUCH_DATA="$PWD/workspaces/vouch-data"
+rm -rf "$VOUCH_DATA"
 export GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME="vouch" GIT_AUTHOR_EMAIL="vouch@localhost"
 export GIT_COMMITTER_NAME="vouch" GIT_COMMITTER_EMAIL="vouch@localhost"
 set +e
@@ -45,7 +48,7 @@ set +e
 run_status=$?
 set -e
 rm -rf workspaces/example-run
-cp -r workspaces/example/.vouch workspaces/example-run 2>/dev/null || true
+cp -r "$VOUCH_DATA"/runs/*/example workspaces/example-run 2>/dev/null || true
 echo "   vouch run exited $run_status (0 verified, 1 rejected / no-go / incomplete); its records: workspaces/example-run/"
 kill $server_pid 2>/dev/null || true
 
