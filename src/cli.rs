@@ -225,7 +225,10 @@ Examples:
   vouch run --task tasks/bug.md --fresh                    remove the task's worktree and branch first
   vouch run --task tasks/bug.md --resume --max-turns 80    continue a run that stopped before a verdict
   VOUCH_ENDPOINT=http://gpu:8000 VOUCH_MODEL=qwen3-coder vouch run --task tasks/bug.md --tool-mode constrained
+  vouch run --task tasks/bug.md --model qwen-0.5b          no endpoint: vouch serves the 0.5B coder itself
 
+Without --endpoint, VOUCH_ENDPOINT or a vouch.toml endpoint, vouch sets up its local model (`vouch model setup`,
+with progress; cached after) and serves it on a free port for the run only.
 The work happens in workspaces/<task-id>/, a git worktree on branch vouch/<task-id>; your checkout is not touched.
 Records: workspaces/<task-id>/.vouch/{transcript.jsonl,report.json,report.md}.
 Settings, strongest first: flags, VOUCH_* variables, <repo>/vouch.toml, ~/.config/vouch/vouch.toml, defaults.
@@ -429,6 +432,10 @@ Formats: hermes, qwen3-coder, seed-oss, glm, minimax-m2, step3, mistral, llama3-
   functionary-v3.1, granite, nemotron, command-r7b, phi4, tool-calls-json, internlm,
   gemma4, functiongemma";
 
+/// What `vouch run` does without an endpoint (the help of `--endpoint` says it).
+pub const MANAGED_ENDPOINT: &str =
+    "vouch sets up and serves its local model (qwen-1.5b) itself, stopped after the run";
+
 /// The name `--tool-mode` takes for the default mode.
 fn default_tool_mode() -> String {
     ToolMode::default()
@@ -461,13 +468,14 @@ pub struct RunArgs {
     pub base: Option<String>,
 
     #[arg(long, value_name = "URL", help = format!(
-        "The model server's OpenAI-compatible base URL [env: VOUCH_ENDPOINT] \
-         [default: vouch.toml's endpoint, else {DEFAULT_ENDPOINT}]"
+        "The model server's OpenAI-compatible base URL, e.g. {DEFAULT_ENDPOINT} [env: VOUCH_ENDPOINT] \
+         [default: vouch.toml's endpoint, else none: {MANAGED_ENDPOINT}]"
     ))]
     pub endpoint: Option<String>,
 
     #[arg(long, value_name = "NAME", help = format!(
-        "The model name sent with each request (llama-server ignores it; vLLM and Ollama need it) \
+        "The model name sent with each request (llama-server ignores it; vLLM and Ollama need it); \
+         without an endpoint, the model vouch serves (qwen-1.5b, qwen-0.5b, smollm2 or a GGUF file) \
          [env: VOUCH_MODEL] [default: vouch.toml's model, else {DEFAULT_MODEL}]"
     ))]
     pub model: Option<String>,
@@ -653,7 +661,7 @@ mod tests {
             format!("else {DEFAULT_CONTEXT}]"),
             format!("past {ELIDE_AT}% of it"),
             format!("[default: {}s]", DEFAULT_SHELL_TIMEOUT.as_secs()),
-            format!("else {DEFAULT_ENDPOINT}]"),
+            format!("else none: {MANAGED_ENDPOINT}]"),
             format!("else {DEFAULT_MODEL}]"),
             "else auto]".to_string(),
             format!("[default: {DEFAULT_RERUNS}]"),

@@ -81,10 +81,14 @@ impl Phase {
         }
     }
 
-    /// Changes what the phase says it is doing (`part 3/22`).
+    /// Changes what the phase says it is doing (`wheel 3 of 22`); without a terminal, in a line now and then.
     pub fn set_label(&mut self, label: &str) {
         label.clone_into(&mut self.label);
         self.pb.set_message(label.to_owned());
+        if !self.ui.live() && self.told_at.elapsed() >= LINE_EVERY {
+            self.told_at = Instant::now();
+            self.ui.line(&format!("  {label} ..."));
+        }
     }
 
     /// Sets how far the phase is.

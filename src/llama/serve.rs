@@ -30,8 +30,10 @@ pub enum FlashAttn {
 }
 
 impl FlashAttn {
-    /// What vouch serves with unless told otherwise.
-    pub const DEFAULT: FlashAttn = FlashAttn::Auto;
+    /// What vouch serves with unless told otherwise: off. On this project's 2-core machines under load, with
+    /// the 0.5B coder and -t 1, `on` was no faster (prefill 31-34 against 33-40 tokens/s, decode 7.7-8.6
+    /// against 8.4-9.3).
+    pub const DEFAULT: FlashAttn = FlashAttn::Off;
 
     fn flag(self) -> &'static str {
         match self {
@@ -48,8 +50,9 @@ pub fn default_threads() -> u32 {
 }
 
 /// Generation threads for `cores` cores: one core is left to everything else (the agent's test runs, the
-/// gate, other users) once there are more than two; on two cores under load a second thread made decoding
-/// several times slower, so two cores get one.
+/// gate, other users) once there are more than two. Two cores get one: measured on a loaded 2-core machine
+/// with the 0.5B coder, `-t 2` prefilled at 17-19 tokens/s and decoded at 1.1-1.3, `-t 1` at 33-40 and
+/// 8.4-9.3 (the second thread waits on a core that is busy elsewhere).
 pub fn threads_for(cores: usize) -> u32 {
     let threads = if cores <= 2 { 1 } else { cores - 1 };
     u32::try_from(threads).unwrap_or(u32::MAX)

@@ -6,4 +6,5 @@ mod gate_node;
 mod gate_python;
 mod gate_rules;
 mod gate_rust;
+mod local_model;
 mod model;
