@@ -202,3 +202,79 @@ async fn serve_answers_health_and_models_and_stops_on_sigint() {
         "the server still answers after vouch stopped"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_without_an_endpoint_serves_the_model_itself_and_stops_it_afterwards() {
+    let _turn = llama::turn().await;
+    let cache = tokio::task::spawn_blocking(llama::cache_dir).await.unwrap();
+    let repo = crate::util::Repo::with_files(&[("notes.txt", "hello\n")]);
+    let config = repo.tmp.path().join("config");
+    let dir = repo.dir.to_string_lossy().into_owned();
+    let cache_s = cache.to_string_lossy().into_owned();
+    let config_s = config.to_string_lossy().into_owned();
+    let run = tokio::task::spawn_blocking(move || repo_run(&repo, &dir, &cache_s, &config_s))
+        .await
+        .unwrap();
+    let (run, records) = run;
+    assert!(
+        run.stderr
+            .contains("no model endpoint configured: vouch serves smollm2 itself"),
+        "{}",
+        run.stderr
+    );
+    let url = run
+        .stderr
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("llama-server with smollm2 at "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no server line:\n{}", run.stderr))
+        .to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    // The run talked to the model: it ended on its turn budget, not on a model error.
+    let report: serde_json::Value = serde_json::from_str(&records).unwrap();
+    assert_eq!(
+        report["stop_reason"], "max-turns",
+        "{report}\n{}",
+        run.stderr
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let gone = reqwest::Client::new()
+        .get(format!("{url}/health"))
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await;
+    assert!(gone.is_err(), "the managed server outlived the run");
+}
+
+/// `vouch run` with one turn and no endpoint anywhere (an empty user config), SmolLM2 named by VOUCH_MODEL.
+fn repo_run(
+    repo: &crate::util::Repo,
+    dir: &str,
+    cache: &str,
+    config: &str,
+) -> (crate::util::Run, String) {
+    let run = repo.vouch_env(
+        &[
+            "run",
+            "--repo",
+            dir,
+            "--prompt",
+            "say hello",
+            "--max-turns",
+            "1",
+        ],
+        &[
+            ("VOUCH_LLAMA_CACHE", cache),
+            ("VOUCH_MODEL", "smollm2"),
+            ("VOUCH_ENDPOINT", ""),
+            ("XDG_CONFIG_HOME", config),
+        ],
+    );
+    let report = repo
+        .tmp
+        .path()
+        .join("workspaces/say-hello/.vouch/report.json");
+    let text = std::fs::read_to_string(&report)
+        .unwrap_or_else(|e| panic!("{}: {e}\n{}", report.display(), run.stderr));
+    (run, text)
+}
