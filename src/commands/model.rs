@@ -125,8 +125,11 @@ fn run_serve(args: ModelServeArgs) -> Result<i32> {
         serve_opts.flash_attn = args.flash_attn;
         let log = cache.logs().join(format!("llama-server-{}.log", args.port));
         ui.line(&format!(
-            "  starting llama-server: {} ({} threads, {} tokens of context, flash attention {})",
-            ready.alias, serve_opts.threads, serve_opts.context, serve_opts.flash_attn
+            "  starting llama-server: {} ({}, {} tokens of context, flash attention {})",
+            ready.alias,
+            crate::llama::serve::threads_text(serve_opts.threads),
+            serve_opts.context,
+            serve_opts.flash_attn
         ));
         let mut server =
             runtime::unless_interrupted(&cancel, Server::start(&serve_opts, &log, &cancel).await)?;

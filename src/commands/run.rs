@@ -115,10 +115,10 @@ async fn start_managed(
     pb.finish_and_clear();
     let server = runtime::unless_interrupted(cancel, server).map_err(|e| with_hint(e, hint))?;
     ui.line(&format!(
-        "  llama-server with {} at {} ({} threads, {context} tokens of context; log {})",
+        "  llama-server with {} at {} ({}, {context} tokens of context; log {})",
         ready.alias,
         server.url,
-        serve.threads,
+        llama::serve::threads_text(serve.threads),
         log.display()
     ));
     cfg.model.endpoint = server.url.clone();

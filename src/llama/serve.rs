@@ -58,6 +58,15 @@ pub fn threads_for(cores: usize) -> u32 {
     u32::try_from(threads).unwrap_or(u32::MAX)
 }
 
+/// `1 thread`, `3 threads`.
+pub fn threads_text(threads: u32) -> String {
+    if threads == 1 {
+        "1 thread".to_string()
+    } else {
+        format!("{threads} threads")
+    }
+}
+
 /// Everything the server's command line is made of.
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
@@ -308,6 +317,8 @@ mod tests {
         assert_eq!(threads_for(2), 1);
         assert_eq!(threads_for(4), 3);
         assert_eq!(threads_for(16), 15);
+        assert_eq!(threads_text(1), "1 thread");
+        assert_eq!(threads_text(3), "3 threads");
     }
 
     #[test]
