@@ -18,6 +18,7 @@ use crate::gate::DEFAULT_RERUNS;
 use crate::llama::serve::{DEFAULT_CONTEXT as SERVE_CONTEXT, DEFAULT_PORT};
 use crate::llama::{FlashAttn, DEFAULT_MODEL_ID};
 use crate::model::{ToolMode, DEFAULT_ENDPOINT, DEFAULT_MODEL};
+use crate::sandbox::SandboxMode;
 
 /// Hand backlog issues to a local coding model; merge only what an independent gate has proven.
 #[derive(Debug, Parser)]
@@ -305,6 +306,11 @@ pub struct GateCheckArgs {
     /// Use fresh temporary rooms instead of the reusable ones in the cache (slower: builds start cold).
     #[arg(long)]
     pub fresh_rooms: bool,
+
+    /// Confine the code under test (tests, build scripts, the shell tool): `auto` uses bubblewrap where the
+    /// kernel allows it and warns where it does not, `require` refuses to run unconfined, `off` does not confine.
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = SandboxMode::Auto)]
+    pub sandbox: SandboxMode,
 }
 
 impl GateCheckArgs {
@@ -323,6 +329,7 @@ impl GateCheckArgs {
         opts.bite_build_failure = self.bite_build_failure;
         opts.allow_removed_tests = self.allow_removed_tests;
         opts.fresh_rooms = self.fresh_rooms;
+        opts.sandbox = self.sandbox;
     }
 }
 

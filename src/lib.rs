@@ -3,7 +3,7 @@
 //! The crate is a library with a thin binary in `main.rs`. The parts, by where a reader looks for them:
 //! [`cli`] defines the command line and [`commands`] holds one module per subcommand; [`gate`] decides
 //! verdicts (profiles, steps, baseline, per-test results, reports); [`room`] builds the clean rooms the gate
-//! works in without touching the user's checkout; [`process`] is the only place that starts processes;
+//! works in without touching the user's checkout; [`process`] is the only place that starts processes, and [`sandbox`] confines the untrusted ones;
 //! [`error`] maps failures to documented exit codes; [`toolcall`] recovers tool calls a local server left in
 //! the text of a reply; [`agent`] runs a local model on a task in a [`workspace`] (a git worktree on its
 //! own branch) and lets the gate, not the model, decide the outcome.
@@ -20,6 +20,7 @@ pub mod logging;
 pub mod model;
 pub mod process;
 pub mod room;
+pub mod sandbox;
 pub mod toolcall;
 pub mod tools;
 pub mod ui;

@@ -322,6 +322,10 @@ impl GroupGuard {
     fn signal(&self, sig: i32) {
         if let Some(pgid) = self.0 {
             // SAFETY: killpg only sends a signal; a group that is gone returns ESRCH, which we ignore.
+            #[allow(
+                unsafe_code,
+                reason = "libc::killpg is the one call that signals a whole process group"
+            )]
             unsafe {
                 libc::killpg(pgid, sig);
             }

@@ -51,3 +51,10 @@ pub fn forcing(turns: u32, left: u32) -> String {
 
 /// Tools are offered in the forcing phase.
 pub const FORCING_TOOLS: [&str; 3] = ["edit", "write_file", "submit"];
+
+/// The answer to a call of a tool the forcing phase does not offer.
+pub fn not_available(name: &str) -> String {
+    format!(
+        "{name} is not available now: only edit, write_file and submit are. Change a file or submit."
+    )
+}

@@ -4,13 +4,14 @@
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{EXIT_FAIL, EXIT_INFRA, EXIT_INTERRUPTED, EXIT_PASS};
 use crate::gate::outcome::Claim;
+use crate::gate::report::Report;
 
 /// How a run ended, as decided by the gate (not the model).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     /// The model submitted GO and the gate passed the change.
@@ -38,7 +39,7 @@ impl Status {
 }
 
 /// Why the loop stopped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StopReason {
     Submitted,
@@ -52,6 +53,8 @@ pub enum StopReason {
     /// Replies without any tool call, again after the nudge.
     NoToolCalls,
     ModelError,
+    /// A tool failed in a way no call can fix (infrastructure).
+    ToolError,
     Cancelled,
 }
 
@@ -66,13 +69,14 @@ impl StopReason {
             StopReason::RepeatedCall => "repeated-call",
             StopReason::NoToolCalls => "no-tool-calls",
             StopReason::ModelError => "model-error",
+            StopReason::ToolError => "tool-error",
             StopReason::Cancelled => "cancelled",
         }
     }
 }
 
 /// Tokens over the whole run, as the server counted them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tokens {
     pub prompt: u64,
     /// The part of `prompt` the server reused from its cache.
@@ -80,8 +84,8 @@ pub struct Tokens {
     pub completion: u64,
 }
 
-/// `report.json`.
-#[derive(Clone, Debug, Serialize)]
+/// `report.json`: one shape whether the run was resumed or not.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunReport {
     pub task: String,
     pub title: String,
@@ -91,8 +95,8 @@ pub struct RunReport {
     pub claimed: Option<Claim>,
     /// The model's summary from its last `submit`.
     pub summary: Option<String>,
-    /// The last gate report (the gate's JSON), or null when the gate did not run.
-    pub gate: Option<serde_json::Value>,
+    /// The last gate report (as `vouch gate --json` writes it), or null when the gate did not run.
+    pub gate: Option<Report>,
     pub branch: String,
     /// Full sha of the base commit.
     pub base: String,
@@ -128,13 +132,8 @@ impl RunReport {
         }
     }
 
-    fn gate_word(&self) -> String {
-        self.gate
-            .as_ref()
-            .and_then(|g| g.get("verdict"))
-            .and_then(|v| v.as_str())
-            .unwrap_or("not run")
-            .to_string()
+    fn gate_word(&self) -> &'static str {
+        self.gate.as_ref().map_or("not run", |g| g.verdict.name())
     }
 
     /// The last lines on the console: the claim and the verdict side by side.
@@ -188,13 +187,7 @@ impl RunReport {
         if let Some(summary) = &self.summary {
             let _ = write!(s, "\n## The model's summary\n\n{summary}\n");
         }
-        let reasons: Vec<&str> = self
-            .gate
-            .as_ref()
-            .and_then(|g| g.get("reasons"))
-            .and_then(|r| r.as_array())
-            .map(|a| a.iter().filter_map(|r| r.as_str()).collect())
-            .unwrap_or_default();
+        let reasons = self.gate.as_ref().map_or(&[][..], |g| &g.reasons[..]);
         if !reasons.is_empty() {
             s.push_str("\n## Why the gate failed\n\n");
             for r in reasons {

@@ -1,15 +1,153 @@
-//! The transcript: one JSON object per line and per event (request, response, tool call, nudge, commit,
-//! gate, stop), appended as the run goes, so a run that dies still leaves what happened until then.
+//! The transcript: one JSON object per line and per [`Event`], appended as the run goes, so a run that dies
+//! still leaves what happened until then, and `--resume` ([`resume`]) rebuilds the run from it.
+//!
+//! Every line is an [`Event`] tagged by its `event` field. The loop writes them and [`resume`] reads them back
+//! through the same type, so the writer and the reader cannot drift apart; a line that is not an event (cut
+//! short by a crash, or written by an older vouch) is skipped.
 
 use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use super::Tokens;
-use crate::model::{ChatMessage, ToolCall};
+use super::report::{Status, StopReason, Tokens};
+use crate::gate::report::Report;
+use crate::model::{ChatMessage, ChatTurn, Mode, ToolCall, Usage};
+
+/// One line of `transcript.jsonl`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum Event {
+    /// A new run: its task, the base commit and the branch.
+    Start {
+        task: String,
+        base: String,
+        branch: String,
+    },
+    /// A run resumed from this transcript, with what it took over.
+    Resume {
+        turns: u32,
+        messages: usize,
+        sent: usize,
+        tokens: Tokens,
+        base: String,
+    },
+    /// Message `index` of the conversation, in its wire form. A later event with the same index replaces it.
+    Message {
+        index: usize,
+        #[serde(with = "wire")]
+        message: ChatMessage,
+    },
+    /// A request to the model: how many messages, their size, and the tools offered.
+    Request {
+        turn: u32,
+        messages: usize,
+        bytes: usize,
+        tools: Vec<String>,
+    },
+    /// The model's answer to a request.
+    Response {
+        turn: u32,
+        duration_ms: u64,
+        content: String,
+        reasoning: String,
+        calls: Vec<ToolCall>,
+        finish_reason: Option<String>,
+        usage: Option<Usage>,
+        timings: Option<Value>,
+        mode: Mode,
+        recovered: bool,
+        warnings: Vec<String>,
+    },
+    /// The model client failed; the run stops.
+    ModelError { turn: u32, error: String },
+    /// One call and its result (`ok: false` for a failed call).
+    Tool {
+        turn: u32,
+        id: String,
+        name: String,
+        arguments: Value,
+        ok: bool,
+        result: String,
+    },
+    /// A user message from the loop itself.
+    Nudge {
+        turn: u32,
+        kind: NudgeKind,
+        text: String,
+    },
+    /// Old tool outputs replaced by placeholders to save context.
+    Elided {
+        turn: u32,
+        prompt_tokens: u64,
+        context: u64,
+        estimated_tokens: u64,
+        messages: Vec<ElidedMessage>,
+    },
+    /// The commit of a `submit GO`; `commit` is null when nothing changed (`note` says so).
+    Commit {
+        commit: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        branch: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    /// The gate's whole report on a commit.
+    Gate { commit: String, report: Box<Report> },
+    /// The gate could not run.
+    GateError { error: String },
+    /// The run ended.
+    Stop {
+        status: Status,
+        stop_reason: StopReason,
+        turns: u32,
+    },
+}
+
+impl Event {
+    /// The `response` event of turn `turn`, answered in `duration_ms`.
+    pub fn response(turn: u32, duration_ms: u64, reply: &ChatTurn) -> Event {
+        Event::Response {
+            turn,
+            duration_ms,
+            content: reply.content.clone(),
+            reasoning: reply.reasoning.clone(),
+            calls: reply.calls.clone(),
+            finish_reason: reply.finish_reason.clone(),
+            usage: reply.usage,
+            timings: reply.timings.clone(),
+            mode: reply.mode,
+            recovered: reply.recovered,
+            warnings: reply.warnings.clone(),
+        }
+    }
+}
+
+/// Why the loop added a user message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NudgeKind {
+    /// A reply without a tool call.
+    NoToolCall,
+    /// The same call three times in a row.
+    RepeatedCall,
+    /// The start of the forcing phase.
+    Forcing,
+    /// A gate failure sent back for repair.
+    Repair,
+}
+
+/// One tool output an [`Event::Elided`] replaced.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ElidedMessage {
+    pub index: usize,
+    pub name: String,
+    /// The output's length before it was replaced.
+    pub bytes: usize,
+}
 
 /// An append-only JSON Lines file.
 pub struct Transcript {
@@ -26,27 +164,6 @@ impl Transcript {
         })
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Appends `{"event": event, ...fields}`. A write failure is logged, not fatal: the run matters more.
-    pub fn event(&mut self, event: &str, fields: Value) {
-        let mut obj = json!({ "event": event });
-        if let (Some(o), Value::Object(f)) = (obj.as_object_mut(), fields) {
-            o.extend(f);
-        }
-        // One whole line per write: a crash leaves only complete events behind, and writing through a
-        // formatter into an unbuffered file cost hundreds of small writes per turn.
-        let mut line = serde_json::to_vec(&obj).unwrap_or_default();
-        line.push(b'\n');
-        if let Err(e) = self.file.write_all(&line) {
-            tracing::warn!("cannot write the transcript {}: {e}", self.path.display());
-        }
-    }
-}
-
-impl Transcript {
     /// Opens an existing transcript to go on appending (a resumed run).
     pub fn append(path: &Path) -> Result<Transcript> {
         let file = std::fs::OpenOptions::new()
@@ -58,6 +175,27 @@ impl Transcript {
             path: path.to_path_buf(),
             file,
         })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one event as one line. A write failure is logged, not fatal: the run matters more.
+    pub fn event(&mut self, event: &Event) {
+        // One whole line per write: a crash leaves only complete events behind, and writing through a
+        // formatter into an unbuffered file cost hundreds of small writes per turn.
+        let mut line = match serde_json::to_vec(event) {
+            Ok(line) => line,
+            Err(e) => {
+                tracing::warn!("cannot serialize a transcript event: {e}");
+                return;
+            }
+        };
+        line.push(b'\n');
+        if let Err(e) = self.file.write_all(&line) {
+            tracing::warn!("cannot write the transcript {}: {e}", self.path.display());
+        }
     }
 }
 
@@ -77,58 +215,48 @@ pub struct Resumed {
     pub repairs: u32,
     /// The base commit (`start` event).
     pub base: Option<String>,
-    /// The last `gate` event (`verdict`, `reasons`).
-    pub gate: Option<Value>,
+    /// The report of the last `gate` event.
+    pub gate: Option<Report>,
     /// The last commit made.
     pub commit: Option<String>,
 }
 
-/// Reads an earlier run's transcript. A last line cut short by a crash is skipped.
+/// Reads an earlier run's transcript. Lines that are not events (a last line cut short by a crash) are
+/// skipped.
 pub fn resume(path: &Path) -> Result<Resumed> {
     let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
     let mut r = Resumed::default();
     let mut by_index: Vec<Option<ChatMessage>> = Vec::new();
     for line in text.lines() {
-        let Ok(event) = serde_json::from_str::<Value>(line) else {
+        let Ok(event) = serde_json::from_str::<Event>(line) else {
             continue;
         };
-        match event.get("event").and_then(Value::as_str) {
-            Some("start") => {
-                r.base = event.get("base").and_then(Value::as_str).map(String::from);
-            }
-            Some("message") => {
-                let index = event.get("index").and_then(Value::as_u64);
-                let message = event.get("message").and_then(from_openai);
-                if let (Some(i), Some(m)) = (index, message) {
-                    let i = i as usize;
-                    if by_index.len() <= i {
-                        by_index.resize(i + 1, None);
-                    }
-                    by_index[i] = Some(m);
+        match event {
+            Event::Start { base, .. } => r.base = Some(base),
+            Event::Message { index, message } => {
+                if by_index.len() <= index {
+                    by_index.resize(index + 1, None);
                 }
+                by_index[index] = Some(message);
             }
-            Some("request") => {
-                r.sent = event.get("messages").and_then(Value::as_u64).unwrap_or(0) as usize;
-            }
-            Some("response") => {
+            Event::Request { messages, .. } => r.sent = messages,
+            Event::Response { usage, .. } => {
                 r.turns += 1;
-                if let Some(u) = event.get("usage").filter(|u| u.is_object()) {
-                    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-                    r.last_prompt = n("prompt");
-                    r.tokens.prompt += n("prompt");
-                    r.tokens.completion += n("completion");
-                    r.tokens.cached += n("cached");
+                if let Some(u) = usage {
+                    r.last_prompt = u.prompt;
+                    r.tokens.prompt += u.prompt;
+                    r.tokens.completion += u.completion;
+                    r.tokens.cached += u.cached.unwrap_or(0);
                 }
             }
-            Some("nudge") if event.get("kind").and_then(Value::as_str) == Some("repair") => {
-                r.repairs += 1;
-            }
-            Some("gate") => r.gate = Some(event),
-            Some("commit") => {
-                if let Some(c) = event.get("commit").and_then(Value::as_str) {
-                    r.commit = Some(c.to_string());
-                }
-            }
+            Event::Nudge {
+                kind: NudgeKind::Repair,
+                ..
+            } => r.repairs += 1,
+            Event::Gate { report, .. } => r.gate = Some(*report),
+            Event::Commit {
+                commit: Some(c), ..
+            } => r.commit = Some(c),
             _ => {}
         }
     }
@@ -140,39 +268,114 @@ pub fn resume(path: &Path) -> Result<Resumed> {
 
 /// A message back from its OpenAI wire form ([`ChatMessage::to_openai`]).
 pub fn from_openai(v: &Value) -> Option<ChatMessage> {
-    let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    Some(match v.get("role")?.as_str()? {
-        "system" => ChatMessage::system(text("content")),
-        "user" => ChatMessage::user(text("content")),
-        "assistant" => {
-            let mut calls = Vec::new();
-            for c in v
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let f = c.get("function")?;
-                let arguments = match f.get("arguments") {
-                    Some(Value::String(s)) => serde_json::from_str(s).ok()?,
-                    Some(other) => other.clone(),
-                    None => Value::Object(Default::default()),
-                };
-                calls.push(ToolCall {
-                    id: c.get("id")?.as_str()?.to_string(),
-                    name: f.get("name")?.as_str()?.to_string(),
-                    arguments,
-                });
-            }
-            ChatMessage::assistant(text("content"), calls)
+    wire::Message::deserialize(v)
+        .ok()
+        .and_then(wire::Message::into_chat)
+}
+
+/// A [`ChatMessage`] in an event is written in its OpenAI wire form, so the transcript shows exactly what
+/// was sent, and read back from it.
+mod wire {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::Value;
+
+    use crate::model::{ChatMessage, ToolCall};
+
+    pub fn serialize<S: Serializer>(message: &ChatMessage, s: S) -> Result<S::Ok, S::Error> {
+        message.to_openai().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ChatMessage, D::Error> {
+        Message::deserialize(d)?
+            .into_chat()
+            .ok_or_else(|| serde::de::Error::custom("tool call arguments are not JSON"))
+    }
+
+    /// The wire form as read: a missing or null text is empty.
+    #[derive(Deserialize)]
+    #[serde(tag = "role", rename_all = "lowercase")]
+    pub enum Message {
+        System {
+            #[serde(default)]
+            content: Option<String>,
+        },
+        User {
+            #[serde(default)]
+            content: Option<String>,
+        },
+        Assistant {
+            #[serde(default)]
+            content: Option<String>,
+            #[serde(default)]
+            tool_calls: Option<Vec<Call>>,
+        },
+        Tool {
+            #[serde(default)]
+            tool_call_id: Option<String>,
+            #[serde(default)]
+            name: Option<String>,
+            #[serde(default)]
+            content: Option<String>,
+        },
+    }
+
+    #[derive(Deserialize)]
+    pub struct Call {
+        id: String,
+        function: Function,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Function {
+        name: String,
+        /// A JSON string on the wire; an object is taken as it is.
+        #[serde(default = "no_arguments")]
+        arguments: Value,
+    }
+
+    fn no_arguments() -> Value {
+        Value::Object(Default::default())
+    }
+
+    impl Message {
+        /// The message; `None` when a call's arguments are a string that is not JSON.
+        pub fn into_chat(self) -> Option<ChatMessage> {
+            let text = Option::unwrap_or_default;
+            Some(match self {
+                Message::System { content } => ChatMessage::system(text(content)),
+                Message::User { content } => ChatMessage::user(text(content)),
+                Message::Assistant {
+                    content,
+                    tool_calls,
+                } => {
+                    let mut calls = Vec::new();
+                    for c in tool_calls.unwrap_or_default() {
+                        let arguments = match c.function.arguments {
+                            Value::String(s) => serde_json::from_str(&s).ok()?,
+                            other => other,
+                        };
+                        calls.push(ToolCall {
+                            id: c.id,
+                            name: c.function.name,
+                            arguments,
+                        });
+                    }
+                    ChatMessage::assistant(text(content), calls)
+                }
+                Message::Tool {
+                    tool_call_id,
+                    name,
+                    content,
+                } => ChatMessage::tool(text(tool_call_id), text(name), text(content)),
+            })
         }
-        "tool" => ChatMessage::tool(text("tool_call_id"), text("name"), text("content")),
-        _ => return None,
-    })
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -199,29 +402,58 @@ mod tests {
         }
     }
 
+    fn response(turn: u32, usage: Option<Usage>) -> Event {
+        Event::Response {
+            turn,
+            duration_ms: 5,
+            content: String::new(),
+            reasoning: String::new(),
+            calls: vec![],
+            finish_reason: None,
+            usage,
+            timings: None,
+            mode: Mode::Native,
+            recovered: false,
+            warnings: vec![],
+        }
+    }
+
     #[test]
     fn resume_takes_the_last_text_of_each_message_and_counts_answered_turns() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.jsonl");
         let mut t = Transcript::create(&path).unwrap();
-        t.event("start", json!({"base": "abc"}));
-        t.event(
-            "message",
-            json!({"index": 0, "message": {"role": "system", "content": "s"}}),
-        );
-        t.event(
-            "message",
-            json!({"index": 1, "message": {"role": "user", "content": "u"}}),
-        );
-        t.event("request", json!({"turn": 1, "messages": 2}));
-        t.event(
-            "response",
-            json!({"turn": 1, "usage": {"prompt": 7, "completion": 2, "cached": 3}}),
-        );
-        t.event(
-            "message",
-            json!({"index": 1, "message": {"role": "user", "content": "u2"}}),
-        );
+        t.event(&Event::Start {
+            task: "t".into(),
+            base: "abc".into(),
+            branch: "vouch/t".into(),
+        });
+        t.event(&Event::Message {
+            index: 0,
+            message: ChatMessage::system("s"),
+        });
+        t.event(&Event::Message {
+            index: 1,
+            message: ChatMessage::user("u"),
+        });
+        t.event(&Event::Request {
+            turn: 1,
+            messages: 2,
+            bytes: 10,
+            tools: vec![],
+        });
+        t.event(&response(
+            1,
+            Some(Usage {
+                prompt: 7,
+                completion: 2,
+                cached: Some(3),
+            }),
+        ));
+        t.event(&Event::Message {
+            index: 1,
+            message: ChatMessage::user("u2"),
+        });
         drop(t);
         std::fs::write(
             &path,
@@ -243,5 +475,101 @@ mod tests {
             }
         );
         assert_eq!(r.base.as_deref(), Some("abc"));
+    }
+
+    #[test]
+    fn events_keep_the_names_the_transcript_has_always_had() {
+        let lines: Vec<Value> = [
+            response(
+                1,
+                Some(Usage {
+                    prompt: 10,
+                    completion: 1,
+                    cached: Some(8),
+                }),
+            ),
+            Event::Tool {
+                turn: 1,
+                id: "c".into(),
+                name: "read_file".into(),
+                arguments: json!({"path": "a"}),
+                ok: false,
+                result: "no".into(),
+            },
+            Event::Nudge {
+                turn: 2,
+                kind: NudgeKind::NoToolCall,
+                text: "call".into(),
+            },
+            Event::Commit {
+                commit: None,
+                branch: None,
+                note: Some("nothing changed".into()),
+            },
+            Event::GateError { error: "e".into() },
+            Event::Stop {
+                status: Status::NoGo,
+                stop_reason: StopReason::Submitted,
+                turns: 3,
+            },
+        ]
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
+        assert_eq!(lines[0]["event"], "response");
+        assert_eq!(
+            lines[0]["usage"],
+            json!({"prompt": 10, "completion": 1, "cached": 8})
+        );
+        assert_eq!(lines[0]["mode"], "native");
+        assert_eq!(lines[0]["recovered"], false);
+        assert_eq!(
+            lines[1],
+            json!({"event": "tool", "turn": 1, "id": "c", "name": "read_file",
+                   "arguments": {"path": "a"}, "ok": false, "result": "no"})
+        );
+        assert_eq!(
+            lines[2],
+            json!({"event": "nudge", "turn": 2, "kind": "no-tool-call", "text": "call"})
+        );
+        assert_eq!(
+            lines[3],
+            json!({"event": "commit", "commit": null, "note": "nothing changed"})
+        );
+        assert_eq!(lines[4], json!({"event": "gate-error", "error": "e"}));
+        assert_eq!(
+            lines[5],
+            json!({"event": "stop", "status": "no-go", "stop_reason": "submitted", "turns": 3})
+        );
+    }
+
+    #[test]
+    fn repairs_and_the_last_commit_are_taken_over_and_other_lines_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let mut t = Transcript::create(&path).unwrap();
+        for (kind, commit) in [
+            (NudgeKind::Repair, Some("c1")),
+            (NudgeKind::Forcing, None),
+            (NudgeKind::Repair, Some("c2")),
+        ] {
+            t.event(&Event::Commit {
+                commit: commit.map(String::from),
+                branch: Some("b".into()),
+                note: None,
+            });
+            t.event(&Event::Nudge {
+                turn: 1,
+                kind,
+                text: String::new(),
+            });
+        }
+        drop(t);
+        let old =
+            "{\"event\": \"gate\", \"commit\": \"c2\", \"verdict\": \"fail\", \"reasons\": []}\n";
+        std::fs::write(&path, std::fs::read_to_string(&path).unwrap() + old).unwrap();
+        let r = resume(&path).unwrap();
+        assert_eq!((r.repairs, r.commit.as_deref()), (2, Some("c2")));
+        assert!(r.gate.is_none());
     }
 }

@@ -48,7 +48,7 @@ pub fn run(args: GateArgs) -> Result<i32> {
         write_file(path, &report.markdown())?;
     }
     if let Some(path) = &args.junit {
-        write_file(path, &report.junit())?;
+        write_file(path, &report.junit()?)?;
     }
     if !args.quiet {
         let mut err = output::stderr();

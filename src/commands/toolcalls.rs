@@ -23,7 +23,7 @@ fn parse(args: ParseArgs) -> Result<i32> {
     let format = args.format.as_deref().map(parse_format).transpose()?;
     let tools = match &args.tools {
         Some(path) => load_tools(path)?,
-        None => ToolSpec::from_openai(&toolcall::agent_tools())?,
+        None => ToolSpec::from_openai(&crate::tools::definitions())?,
     };
     let mut raw = Vec::new();
     io::stdin()
@@ -106,7 +106,7 @@ mod tests {
     }
 
     fn agent() -> Vec<ToolSpec> {
-        ToolSpec::from_openai(&toolcall::agent_tools()).unwrap()
+        ToolSpec::from_openai(&crate::tools::definitions()).unwrap()
     }
 
     #[test]

@@ -4,17 +4,23 @@
 //! and are compiled into the binary. The profile that judges a change is `--profile`, else the repository's own
 //! `.vouch/gate.toml` *as of base* (so a change cannot loosen its own gate), else the preset whose marker file
 //! (Cargo.toml, go.mod, ...) the base tree has at its root.
+//!
+//! A profile is parsed once, when it is read: durations become [`Duration`]s and path patterns compiled
+//! matchers ([`paths`](crate::gate::paths)), so a bad value is a load error naming the profile and the key
+//! (`steps[2].timeout`), never a surprise in the middle of a gate run. Serialized back to TOML (durations as
+//! `90s`, `10m`, `1h30m`; patterns as written) a profile loads again to the same profile.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::error::VouchError;
 use crate::gate::results::Runner;
+
+use crate::gate::paths::Paths;
 
 /// The presets compiled into the binary, by name.
 pub const PRESETS: &[(&str, &str)] = &[
@@ -27,7 +33,7 @@ pub const PRESETS: &[(&str, &str)] = &[
 /// Where a repository's own profile lives.
 pub const REPO_PROFILE: &str = ".vouch/gate.toml";
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Profile {
     pub name: String,
@@ -49,29 +55,7 @@ pub struct Profile {
     pub steps: Vec<Step>,
 }
 
-/// Path patterns. A pattern without `/` matches a file name anywhere; one ending in `/` matches a directory
-/// anywhere; any other is a glob on the whole path from the repository root (`**` crosses directories).
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Paths {
-    #[serde(default)]
-    pub test: Vec<String>,
-    /// Production code; empty means every path that is not test, generated or docs.
-    #[serde(default)]
-    pub production: Vec<String>,
-    #[serde(default)]
-    pub generated: Vec<String>,
-    #[serde(default)]
-    pub docs: Vec<String>,
-    /// If not empty, a change may only touch paths matching one of these.
-    #[serde(default)]
-    pub allow: Vec<String>,
-    /// A change may not touch paths matching any of these.
-    #[serde(default)]
-    pub deny: Vec<String>,
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RoomConfig {
     /// Top-level paths kept between runs of a reused room (build output that is not in the cache).
@@ -80,7 +64,7 @@ pub struct RoomConfig {
 }
 
 /// What the bite check requires (used by the bite step).
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BitePolicy {
     #[serde(default = "yes")]
@@ -89,9 +73,13 @@ pub struct BitePolicy {
     pub require: BiteRequire,
     #[serde(default)]
     pub build_failure: BuildFailure,
-    /// Per-test timeout for the reverted run.
-    #[serde(default)]
-    pub timeout: Option<String>,
+    /// The timeout of one reverted run; derived from the head run when not set (see `bite::timeout`).
+    #[serde(
+        default,
+        with = "optional_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub timeout: Option<Duration>,
 }
 
 impl Default for BitePolicy {
@@ -154,7 +142,7 @@ impl StepKind {
     }
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Step {
     pub name: String,
@@ -166,8 +154,12 @@ pub struct Step {
     #[serde(default)]
     pub shell: Option<String>,
     /// `90s`, `10m`, `1h`; defaults by kind (format 5m, build 20m, test 30m, others 10m).
-    #[serde(default)]
-    pub timeout: Option<String>,
+    #[serde(
+        default,
+        with = "optional_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub timeout: Option<Duration>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// A missing required tool is an error; a missing optional one skips the step with a note.
@@ -194,15 +186,15 @@ pub struct Step {
     /// Test steps: how to read per-test results (cargo, go, pytest, node, generic).
     #[serde(default)]
     pub runner: Option<Runner>,
+    /// The step needs the network (it downloads); every other step runs without it under the sandbox.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub network: bool,
 }
 
 impl Step {
-    pub fn timeout(&self) -> Result<Duration> {
-        match &self.timeout {
-            Some(t) => parse_duration(t)
-                .with_context(|| format!("step `{}`: bad timeout `{t}`", self.name)),
-            None => Ok(self.kind.default_timeout()),
-        }
+    /// The step's timeout: its own, else its kind's default.
+    pub fn timeout(&self) -> Duration {
+        self.timeout.unwrap_or_else(|| self.kind.default_timeout())
     }
 
     /// The argument vector, before placeholders are filled in.
@@ -219,12 +211,24 @@ impl Step {
     }
 }
 
+/// Why a text is not a duration.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadDuration {
+    #[error("`{0}` is not a duration (use 90s, 10m, 1h30m)")]
+    Malformed(String),
+    #[error("a duration must be positive")]
+    Zero,
+}
+
 /// Parses `90s`, `10m`, `1h30m`, `2h`, or a bare number of seconds.
-pub fn parse_duration(text: &str) -> Result<Duration> {
+pub fn parse_duration(text: &str) -> std::result::Result<Duration, BadDuration> {
     let text = text.trim();
+    let malformed = || BadDuration::Malformed(text.to_owned());
     if let Ok(secs) = text.parse::<u64>() {
-        anyhow::ensure!(secs > 0, "a duration must be positive");
-        return Ok(Duration::from_secs(secs));
+        return match secs {
+            0 => Err(BadDuration::Zero),
+            s => Ok(Duration::from_secs(s)),
+        };
     }
     let mut total = 0u64;
     let mut num = String::new();
@@ -233,29 +237,85 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
             num.push(c);
             continue;
         }
-        let n: u64 = num.parse().context("expected a number before the unit")?;
+        let n: u64 = num.parse().map_err(|_| malformed())?;
         num.clear();
-        total += match c {
-            's' => n,
-            'm' => n * 60,
-            'h' => n * 3600,
-            _ => anyhow::bail!("unknown unit `{c}` (use s, m or h)"),
+        let unit = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            _ => return Err(malformed()),
         };
+        total = n
+            .checked_mul(unit)
+            .and_then(|secs| total.checked_add(secs))
+            .ok_or_else(malformed)?;
     }
-    anyhow::ensure!(num.is_empty(), "a number needs a unit (s, m or h)");
-    anyhow::ensure!(total > 0, "a duration must be positive");
-    Ok(Duration::from_secs(total))
+    if !num.is_empty() {
+        return Err(malformed());
+    }
+    match total {
+        0 => Err(BadDuration::Zero),
+        t => Ok(Duration::from_secs(t)),
+    }
+}
+
+/// A duration as [`parse_duration`] reads it back: `90s` is `1m30s`, whole seconds only.
+pub fn format_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    let (h, m, s) = (secs / 3600, secs % 3600 / 60, secs % 60);
+    let mut out = String::new();
+    if h > 0 {
+        out.push_str(&format!("{h}h"));
+    }
+    if m > 0 {
+        out.push_str(&format!("{m}m"));
+    }
+    if s > 0 || out.is_empty() {
+        out.push_str(&format!("{s}s"));
+    }
+    out
+}
+
+/// Serde for an optional duration written as text (`timeout = "10m"`): a bad text is an error naming it.
+mod optional_duration {
+    use std::time::Duration;
+
+    use serde::{de, Deserialize, Deserializer, Serializer};
+
+    use super::{format_duration, parse_duration, BadDuration};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_str(&format_duration(*d)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let Some(text) = Option::<String>::deserialize(d)? else {
+            return Ok(None);
+        };
+        match parse_duration(&text) {
+            Ok(d) => Ok(Some(d)),
+            Err(BadDuration::Zero) => Err(de::Error::custom(format!(
+                "`{text}`: a duration must be positive"
+            ))),
+            Err(e) => Err(de::Error::custom(e)),
+        }
+    }
 }
 
 impl Profile {
-    /// Parses and checks a profile.
+    /// Parses and checks a profile. An error names `origin` and, for a bad value, its key
+    /// (`steps[2].timeout`) and line.
     pub fn from_toml(text: &str, origin: &str) -> Result<Profile> {
-        let profile: Profile = toml::from_str(text).map_err(|e| {
-            VouchError::usage_hint(
-                format!("invalid gate profile {origin}: {e}"),
-                "see the README section \"Gate profiles\" for the fields",
-            )
-        })?;
+        let profile: Profile = serde_path_to_error::deserialize(toml::Deserializer::new(text))
+            .map_err(|e| {
+                VouchError::usage_hint(
+                    format!("invalid gate profile {origin}: {}", load_error(text, &e)),
+                    "see the README section \"Gate profiles\" for the fields",
+                )
+            })?;
         profile.validate(origin)?;
         Ok(profile)
     }
@@ -281,26 +341,12 @@ impl Profile {
                 }
                 _ => {}
             }
-            step.timeout().map_err(|e| bad(format!("{e:#}")))?;
             if step.runner.is_some() && step.kind != StepKind::Test {
                 return Err(bad(format!(
                     "step `{}` has a runner but is not kind = \"test\"",
                     step.name
                 )));
             }
-        }
-        for (field, pats) in [
-            ("test", &self.paths.test),
-            ("production", &self.paths.production),
-            ("generated", &self.paths.generated),
-            ("docs", &self.paths.docs),
-            ("allow", &self.paths.allow),
-            ("deny", &self.paths.deny),
-        ] {
-            PathMatcher::new(pats).map_err(|e| bad(format!("paths.{field}: {e:#}")))?;
-        }
-        if let Some(t) = &self.bite.timeout {
-            parse_duration(t).map_err(|e| bad(format!("bite.timeout: {e:#}")))?;
         }
         Ok(())
     }
@@ -351,112 +397,22 @@ impl Profile {
     }
 }
 
-/// Matches repository paths against profile patterns.
-#[derive(Clone, Debug)]
-pub struct PathMatcher {
-    set: GlobSet,
-    empty: bool,
-}
-
-impl PathMatcher {
-    pub fn new(patterns: &[String]) -> Result<PathMatcher> {
-        let mut b = GlobSetBuilder::new();
-        for pat in patterns {
-            for glob in expand_pattern(pat) {
-                b.add(
-                    GlobBuilder::new(&glob)
-                        .literal_separator(true)
-                        .build()
-                        .with_context(|| format!("bad pattern `{pat}`"))?,
-                );
-            }
-        }
-        Ok(PathMatcher {
-            set: b.build()?,
-            empty: patterns.is_empty(),
+/// A deserialization error as a sentence: the key and the message with its line, or toml's own account
+/// (with the line shown) when the text is not TOML at all or the error is not about one key.
+fn load_error(text: &str, e: &serde_path_to_error::Error<toml::de::Error>) -> String {
+    let inner = e.inner();
+    let path = e.path().to_string();
+    if path == "." {
+        return inner.to_string();
+    }
+    let line = inner
+        .span()
+        .map(|span| {
+            let at = span.start.min(text.len());
+            format!(" (line {})", text[..at].matches('\n').count() + 1)
         })
-    }
-
-    pub fn is_match(&self, path: &str) -> bool {
-        !self.empty && self.set.is_match(path)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.empty
-    }
-}
-
-fn expand_pattern(pat: &str) -> Vec<String> {
-    let pat = pat.trim_start_matches("./");
-    if let Some(dir) = pat.strip_suffix('/') {
-        if dir.contains('/') {
-            vec![format!("{dir}/**")]
-        } else {
-            vec![format!("{dir}/**"), format!("**/{dir}/**")]
-        }
-    } else if !pat.contains('/') {
-        vec![pat.to_owned(), format!("**/{pat}")]
-    } else {
-        vec![pat.to_owned()]
-    }
-}
-
-/// What a changed path is, by the profile's patterns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PathClass {
-    Test,
-    Production,
-    Generated,
-    Docs,
-    Other,
-}
-
-/// The profile's patterns, compiled.
-#[derive(Clone, Debug)]
-pub struct Classifier {
-    test: PathMatcher,
-    production: PathMatcher,
-    generated: PathMatcher,
-    docs: PathMatcher,
-    pub allow: PathMatcher,
-    pub deny: PathMatcher,
-}
-
-impl Classifier {
-    pub fn new(paths: &Paths, extra_allow: &[String], extra_deny: &[String]) -> Result<Classifier> {
-        let mut allow = paths.allow.clone();
-        allow.extend_from_slice(extra_allow);
-        let mut deny = paths.deny.clone();
-        deny.extend_from_slice(extra_deny);
-        Ok(Classifier {
-            test: PathMatcher::new(&paths.test)?,
-            production: PathMatcher::new(&paths.production)?,
-            generated: PathMatcher::new(&paths.generated)?,
-            docs: PathMatcher::new(&paths.docs)?,
-            allow: PathMatcher::new(&allow)?,
-            deny: PathMatcher::new(&deny)?,
-        })
-    }
-
-    /// Generated wins over test, test over docs; production is explicit or everything left.
-    pub fn classify(&self, path: &str) -> PathClass {
-        if self.generated.is_match(path) {
-            PathClass::Generated
-        } else if self.test.is_match(path) {
-            PathClass::Test
-        } else if self.docs.is_match(path) {
-            PathClass::Docs
-        } else if self.production.is_empty() || self.production.is_match(path) {
-            PathClass::Production
-        } else {
-            PathClass::Other
-        }
-    }
-
-    pub fn is_test(&self, path: &str) -> bool {
-        self.classify(path) == PathClass::Test
-    }
+        .unwrap_or_default();
+    format!("{path}: {}{line}", inner.message().trim_end())
 }
 
 #[cfg(test)]
@@ -510,41 +466,6 @@ mod tests {
     }
 
     #[test]
-    fn patterns_match_names_anywhere_directories_anywhere_and_rooted_globs() {
-        let go = Profile::preset("go").unwrap();
-        let c = Classifier::new(&go.paths, &[], &[]).unwrap();
-        assert_eq!(c.classify("calc_test.go"), PathClass::Test);
-        assert_eq!(c.classify("pkg/calc/calc_test.go"), PathClass::Test);
-        assert_eq!(c.classify("pkg/calc/testdata/in.txt"), PathClass::Test);
-        assert_eq!(c.classify("pkg/calc/calc.go"), PathClass::Production);
-        assert_eq!(c.classify("README.md"), PathClass::Docs);
-        assert_eq!(
-            c.classify("api/zz_generated.deepcopy.go"),
-            PathClass::Generated
-        );
-        let rooted = PathMatcher::new(&["src/**/*.rs".into()]).unwrap();
-        assert!(rooted.is_match("src/a/b.rs"));
-        assert!(!rooted.is_match("x/src/a.rs"));
-    }
-
-    #[test]
-    fn the_python_preset_knows_tests_and_conftest() {
-        let p = Profile::preset("python").unwrap();
-        let c = Classifier::new(&p.paths, &[], &[]).unwrap();
-        for t in [
-            "tests/test_a.py",
-            "pkg/test_b.py",
-            "pkg/b_test.py",
-            "conftest.py",
-            "tests/helpers.py",
-        ] {
-            assert_eq!(c.classify(t), PathClass::Test, "{t}");
-        }
-        assert_eq!(c.classify("pkg/b.py"), PathClass::Production);
-        assert_eq!(c.classify("CHANGELOG.md"), PathClass::Docs);
-    }
-
-    #[test]
     fn detection_follows_marker_files() {
         assert_eq!(Profile::detect(&["go.mod".into()]).unwrap().name, "go");
         assert_eq!(
@@ -560,5 +481,111 @@ mod tests {
             "node"
         );
         assert!(Profile::detect(&["Makefile".into()]).is_none());
+    }
+
+    /// A profile with one format step and one test step; `extra` goes into the test step.
+    fn two_steps(extra: &str) -> String {
+        format!(
+            "name = \"x\"\n[[steps]]\nname = \"fmt\"\nkind = \"format\"\nargv = [\"fmt\"]\n\
+             [[steps]]\nname = \"t\"\nkind = \"test\"\nargv = [\"t\"]\n{extra}"
+        )
+    }
+
+    fn load_error(text: &str) -> String {
+        let err = Profile::from_toml(text, "gates/x.toml").unwrap_err();
+        assert_eq!(crate::error::exit_code_of(&err), 2, "{err:#}");
+        err.to_string()
+    }
+
+    #[test]
+    fn a_bad_step_timeout_is_a_load_error_naming_the_file_and_the_key() {
+        assert_eq!(
+            load_error(&two_steps("timeout = \"5 minutes\"\n")),
+            "invalid gate profile gates/x.toml: steps[1].timeout: `5 minutes` is not a duration (use 90s, 10m, 1h30m) (line 10)"
+        );
+        assert_eq!(
+            load_error(&two_steps("timeout = \"0s\"\n")),
+            "invalid gate profile gates/x.toml: steps[1].timeout: `0s`: a duration must be positive (line 10)"
+        );
+    }
+
+    #[test]
+    fn a_bad_bite_timeout_is_a_load_error_not_silently_dropped() {
+        let err = load_error("name = \"x\"\n[bite]\ntimeout = \"soon\"\n");
+        assert!(
+            err.starts_with(
+                "invalid gate profile gates/x.toml: bite.timeout: `soon` is not a duration"
+            ),
+            "{err}"
+        );
+        let p = Profile::from_toml("name = \"x\"\n[bite]\ntimeout = \"4s\"\n", "x.toml").unwrap();
+        assert_eq!(p.bite.timeout, Some(Duration::from_secs(4)));
+    }
+
+    #[test]
+    fn a_bad_pattern_is_a_load_error_naming_its_key() {
+        let err = load_error("name = \"x\"\n[paths]\ntest = [\"tests/\", \"a[b\"]\n");
+        assert!(
+            err.starts_with("invalid gate profile gates/x.toml: paths.test: bad pattern `a[b`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn timeouts_are_read_once_into_durations_with_defaults_by_kind() {
+        let p = Profile::from_toml(&two_steps("timeout = \"1h30m\"\n"), "x.toml").unwrap();
+        assert_eq!(p.steps[0].timeout, None);
+        assert_eq!(p.steps[0].timeout(), Duration::from_secs(5 * 60));
+        assert_eq!(p.steps[1].timeout(), Duration::from_secs(5400));
+    }
+
+    #[test]
+    fn every_preset_prints_as_toml_that_loads_again_to_the_same_profile() {
+        for (name, _) in PRESETS {
+            let p = Profile::preset(name).unwrap();
+            let text = toml::to_string(&p).unwrap();
+            let back = Profile::from_toml(&text, "printed")
+                .unwrap_or_else(|e| panic!("{name}: {e:#}\n{text}"));
+            assert_eq!(back, p, "{name}");
+        }
+        let mut p = Profile::from_toml(&two_steps("timeout = \"90s\"\n"), "x.toml").unwrap();
+        p.bite.timeout = Some(Duration::from_secs(3600));
+        let text = toml::to_string(&p).unwrap();
+        assert!(text.contains("timeout = \"1m30s\""), "{text}");
+        assert!(text.contains("timeout = \"1h\""), "{text}");
+        assert_eq!(Profile::from_toml(&text, "printed").unwrap(), p);
+    }
+
+    #[test]
+    fn a_duration_too_long_to_count_is_malformed_not_a_panic() {
+        assert_eq!(
+            parse_duration("99999999999999999h"),
+            Err(BadDuration::Malformed("99999999999999999h".into()))
+        );
+        assert_eq!(
+            parse_duration("5 minutes").unwrap_err().to_string(),
+            "`5 minutes` is not a duration (use 90s, 10m, 1h30m)"
+        );
+    }
+
+    #[test]
+    fn durations_are_printed_in_the_units_they_are_read_in() {
+        for (secs, text) in [
+            (1, "1s"),
+            (90, "1m30s"),
+            (600, "10m"),
+            (3600, "1h"),
+            (5430, "1h30m30s"),
+        ] {
+            assert_eq!(format_duration(Duration::from_secs(secs)), text);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_printed_duration_reads_back_the_same(secs in 1u64..10_000_000) {
+            let d = Duration::from_secs(secs);
+            proptest::prop_assert_eq!(parse_duration(&format_duration(d)), Ok(d));
+        }
     }
 }

@@ -17,6 +17,7 @@ use crate::gate::profile::{Step, StepKind};
 use crate::gate::results::{self, RunOutput, TestResult, TestStatus};
 use crate::process::{self, Outcome, Spec};
 use crate::room::{DriftKind, Room};
+use crate::sandbox::{self, Policy, Sandbox};
 
 /// Lines of output kept in a report's `log_tail`.
 const LOG_TAIL_LINES: usize = 40;
@@ -72,10 +73,14 @@ pub struct StepRun {
 #[derive(Clone, Debug)]
 pub struct StepEnv {
     pub room: PathBuf,
-    /// Per repository and role (head, base, bite): build caches like CARGO_TARGET_DIR.
+    /// Per repository and role (head, base, bite): build caches like CARGO_TARGET_DIR, and the step's home.
     pub cache: PathBuf,
     pub logs: PathBuf,
     pub profile_env: BTreeMap<String, String>,
+    /// Confines the step's command; its environment is built from the allowlist either way.
+    pub sandbox: Sandbox,
+    /// Directories the command may read although they are in the hidden home (the repository's objects).
+    pub readable: Vec<PathBuf>,
 }
 
 impl StepEnv {
@@ -109,9 +114,16 @@ impl StepEnv {
         argv.iter().map(|a| self.expand(a, junit)).collect()
     }
 
+    /// Where a runner writes its JUnit XML: a directory of its own, the only part of the logs a step may write.
     pub fn junit_path(&self, step: &str, suffix: &str) -> PathBuf {
         self.logs
+            .join("junit")
             .join(format!("{}{suffix}.junit.xml", file_stem(step)))
+    }
+
+    /// The step's own home directory (`HOME` inside the sandbox), kept with the build caches.
+    pub fn home(&self) -> PathBuf {
+        self.cache.join("home")
     }
 
     /// A process spec for a step's command in the room, logs named after `stem`.
@@ -124,10 +136,25 @@ impl StepEnv {
         timeout: Duration,
         merge_output: bool,
     ) -> Spec {
+        let home = self.home();
+        let junit_dir = junit
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| self.logs.clone());
+        for dir in [&home, &junit_dir] {
+            if let Err(e) = std::fs::create_dir_all(dir) {
+                tracing::warn!("create {}: {e}", dir.display());
+            }
+        }
+        let policy = Policy {
+            writable: vec![self.room.clone(), self.cache.clone(), junit_dir],
+            readable: self.readable.clone(),
+            network: step.network,
+        };
         Spec {
-            argv,
+            argv: self.sandbox.wrap(&argv, &self.room, &policy),
             cwd: self.room.clone(),
-            env: self.env_for(step, junit),
+            env: sandbox::child_env(&home, &self.env_for(step, junit)),
             timeout,
             log_path: self.logs.join(format!("{stem}.log")),
             stdout_path: self.logs.join(format!("{stem}.stdout")),
@@ -183,7 +210,7 @@ pub async fn missing_tool(
             Duration::from_secs(60),
             true,
         );
-        match process::run(&spec, cancel).await {
+        match process::run_clean_env(&spec, cancel).await {
             Ok(o) if o.success() => {}
             Ok(o) => {
                 return Some(format!(
@@ -269,11 +296,11 @@ pub async fn run_step(
         argv.clone(),
         &junit,
         &stem,
-        step.timeout()?,
+        step.timeout(),
         merge(step),
     );
     let command = process::quote_argv(&argv);
-    let outcome = match process::run(&spec, cancel).await {
+    let outcome = match process::run_clean_env(&spec, cancel).await {
         Ok(o) => o,
         Err(e) => {
             let mut run = skipped(step, env, &junit, format!("could not start: {e:#}"));
@@ -377,7 +404,7 @@ pub async fn run_selection(
             timeout,
             merge(step),
         );
-        let outcome = process::run(&spec, cancel).await?;
+        let outcome = process::run_clean_env(&spec, cancel).await?;
         results.extend(parse_results(step, env, &spec, &junit));
         outcomes.push(outcome);
         if cancel.is_cancelled() {

@@ -31,7 +31,7 @@ mod wire;
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 pub use client::{Client, ServerInfo};
@@ -72,7 +72,7 @@ impl ToolMode {
 }
 
 /// The mode a turn actually used.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     Native,
@@ -156,7 +156,7 @@ impl ModelConfig {
 
 /// A call the model made: the offered tool's name, its arguments as a JSON object, and the call id that the
 /// tool result must carry (the server's, or `vouch_N` for a call read from text).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
@@ -257,7 +257,7 @@ pub struct ChatRequest {
 }
 
 /// Token counts. `cached` is the part of the prompt the server reused from its cache, when it says.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     pub prompt: u64,
     pub completion: u64,

@@ -18,7 +18,6 @@
 //! is parsed inside the region between its markers, and speculative scans (a `{` that might start a call)
 //! draw on a work budget. The work counter is what the linearity tests measure.
 
-mod agent;
 mod bare_json;
 mod deepseek;
 mod detect;
@@ -49,7 +48,6 @@ use std::ops::Range;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
-pub use agent::agent_tools;
 pub use recover::recover;
 pub use schema::ToolSpec;
 

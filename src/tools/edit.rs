@@ -11,10 +11,10 @@
 
 use std::fs;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::text::{cut_line, excerpt, is_crlf, line_of, numbered, read_text};
-use super::{Args, Tool, ToolOutput, Workspace};
+use super::{object, Args, CallFuture, Context, Tool, ToolError, Workspace};
 
 pub struct Edit;
 
@@ -23,12 +23,28 @@ impl Tool for Edit {
         "edit"
     }
 
+    fn description(&self) -> &'static str {
+        "Replace an exact piece of text in a file with new text."
+    }
+
+    fn parameters(&self) -> Value {
+        object(
+            json!({
+                "path": {"type": "string", "description": "The file's path, relative to the repository root."},
+                "old_string": {"type": "string", "description": "The exact text to replace, whitespace included; it must occur exactly once unless replace_all is set."},
+                "new_string": {"type": "string", "description": "The text to put in its place."},
+                "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of exactly one [default: false]."}
+            }),
+            &["path", "old_string", "new_string"],
+        )
+    }
+
     fn mutates(&self) -> bool {
         true
     }
 
-    fn call(&self, ws: &Workspace, args: &Value) -> ToolOutput {
-        edit(ws, Args::of(args)).into()
+    fn call<'a>(&'a self, ctx: &'a mut Context<'_>, args: &'a Value) -> CallFuture<'a> {
+        Box::pin(async move { edit(ctx.workspace, Args::of(args)).map_err(ToolError::Failed) })
     }
 }
 

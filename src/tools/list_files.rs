@@ -1,10 +1,10 @@
 //! `list_files`: the repository's files under a directory, as git would track them (ignored files left out).
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::text::plural;
 use super::walk::{files, Filter};
-use super::{Args, Tool, ToolOutput, Workspace};
+use super::{object, Args, CallFuture, Context, Tool, ToolError, Workspace};
 
 /// At most this many paths per call.
 pub const MAX_ENTRIES: usize = 500;
@@ -16,12 +16,26 @@ impl Tool for ListFiles {
         "list_files"
     }
 
+    fn description(&self) -> &'static str {
+        "List the files of the repository under a directory, optionally filtered by a glob."
+    }
+
+    fn parameters(&self) -> Value {
+        object(
+            json!({
+                "path": {"type": "string", "description": "The directory to list, relative to the repository root [default: the root]."},
+                "glob": {"type": "string", "description": "Only files whose path matches this glob, such as **/*.rs."}
+            }),
+            &[],
+        )
+    }
+
     fn mutates(&self) -> bool {
         false
     }
 
-    fn call(&self, ws: &Workspace, args: &Value) -> ToolOutput {
-        list(ws, Args::of(args)).into()
+    fn call<'a>(&'a self, ctx: &'a mut Context<'_>, args: &'a Value) -> CallFuture<'a> {
+        Box::pin(async move { list(ctx.workspace, Args::of(args)).map_err(ToolError::Failed) })
     }
 }
 

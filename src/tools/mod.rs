@@ -1,20 +1,34 @@
-//! The agent's tools: what a model may do to its workspace, one file per tool.
+//! The agent's tools: what a model may do in its worktree, one file per tool, each behind the one [`Tool`]
+//! trait.
 //!
-//! The tool definitions the model sees live in one place, [`crate::toolcall::agent_tools`]; this module
-//! implements them and checks every call against them, so a tool and its schema cannot drift apart. A tool
-//! never fails the agent: every problem (an unknown tool, a missing field, a path outside the workspace, an
-//! edit whose text is not there) comes back as a [`ToolOutput`] with `ok: false` and a message that tells the
-//! model what to do next. Only the agent loop decides when a turn ends.
+//! A tool carries its own name, description and JSON schema, so the definition the model sees and the code
+//! that runs the call cannot drift apart; the [`Registry`] lists the tools offered to a run, in a fixed order
+//! (the tool list is part of the prompt, and a stable prompt keeps the server's cache valid), checks each
+//! call's arguments against the schema, and runs it. `run_tests`, `submit` and `shell` are tools like the
+//! others: what they need beyond the worktree (the test command, the shell's settings) comes in the
+//! [`Context`], and `submit` leaves its [`Submission`] there for the loop to act on.
+//!
+//! A failing call is an answer, not an error: every problem the model can do something about (an unknown
+//! tool, a missing field, a path outside the workspace, an edit whose text is not there, failing tests) is a
+//! [`ToolError::Failed`] whose text goes back to the model as the call's result and says what to do next.
+//! Only [`ToolError::Infrastructure`] ends the run.
 //!
 //! Every path goes through [`Workspace`], which confines reads and writes to the worktree and keeps the
-//! model out of `.git`. `run_tests` and `submit` are not here: they need the gate and the loop's state, so the
-//! loop handles them before it calls [`Tools::dispatch`] (see [`LOOP_TOOLS`]).
+//! model out of `.git`.
+//!
+//! The trait is async through boxed futures ([`CallFuture`]) rather than `async fn` in the trait: the registry
+//! holds `Box<dyn Tool>`, which native async trait methods do not allow, and boxing by hand needs no
+//! dependency beyond `futures`, which vouch already has.
 
 mod args;
 mod edit;
 mod list_files;
 mod read_file;
+mod registry;
+mod run_tests;
 mod search;
+mod shell;
+mod submit;
 mod text;
 mod walk;
 mod workspace;
@@ -23,171 +37,129 @@ mod write_file;
 #[cfg(test)]
 mod tests;
 
-use std::panic::{self, AssertUnwindSafe};
-
-use serde::Serialize;
-use serde_json::Value;
+use futures::future::BoxFuture;
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
 
 pub use args::Args;
 pub use edit::Edit;
 pub use list_files::ListFiles;
 pub use read_file::ReadFile;
+pub use registry::Registry;
+pub use run_tests::{RunTests, TestRunner};
 pub use search::Search;
+pub use shell::{shell_env, Shell, ShellRunner};
+pub use submit::{Submission, Submit};
+pub use text::cap;
 pub use workspace::{Resolved, Workspace};
 pub use write_file::WriteFile;
 
-use args::Params;
-
-/// The tools of [`crate::toolcall::agent_tools`] that the agent loop handles itself, not [`Tools`].
-pub const LOOP_TOOLS: [&str; 2] = ["run_tests", "submit"];
-
-/// What a tool call returns to the model. `ok: false` marks a failed call; the text says why and what next.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ToolOutput {
-    pub ok: bool,
-    pub text: String,
+/// Why a call did not succeed.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The call failed in a way the model can act on; the text goes back to it as the call's result.
+    #[error("{0}")]
+    Failed(String),
+    /// Something under the tool broke that no other call can fix; the run ends.
+    #[error("{0:#}")]
+    Infrastructure(anyhow::Error),
 }
 
-impl ToolOutput {
-    pub fn ok(text: impl Into<String>) -> Self {
-        ToolOutput {
-            ok: true,
-            text: text.into(),
-        }
-    }
-
-    pub fn error(text: impl Into<String>) -> Self {
-        ToolOutput {
-            ok: false,
-            text: text.into(),
-        }
+impl ToolError {
+    pub fn failed(text: impl Into<String>) -> ToolError {
+        ToolError::Failed(text.into())
     }
 }
 
-impl From<Result<String, String>> for ToolOutput {
-    fn from(result: Result<String, String>) -> Self {
-        match result {
-            Ok(text) => ToolOutput::ok(text),
-            Err(text) => ToolOutput::error(text),
+/// What a call returns: the text for the model.
+pub type CallResult = Result<String, ToolError>;
+
+/// The future of one call.
+pub type CallFuture<'a> = BoxFuture<'a, CallResult>;
+
+/// What the tools of one run need beyond the workspace.
+#[derive(Default)]
+pub struct Settings {
+    /// The profile's test command for `run_tests`; `None` when no gate profile matches the repository.
+    pub tests: Option<TestRunner>,
+    /// How `shell` runs commands; `None` unless `--allow-shell`.
+    pub shell: Option<ShellRunner>,
+}
+
+/// What a call runs in.
+pub struct Context<'a> {
+    pub workspace: &'a Workspace,
+    /// Ctrl-C: a long call (tests, a shell command) stops when it is cancelled.
+    pub cancel: &'a CancellationToken,
+    pub settings: &'a Settings,
+    /// What `submit` recorded; the loop takes it after the call.
+    pub submission: Option<Submission>,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(
+        workspace: &'a Workspace,
+        cancel: &'a CancellationToken,
+        settings: &'a Settings,
+    ) -> Context<'a> {
+        Context {
+            workspace,
+            cancel,
+            settings,
+            submission: None,
         }
     }
 }
 
 /// One tool the agent can call.
 pub trait Tool: Send + Sync {
-    /// The name the model calls it by, as in [`crate::toolcall::agent_tools`].
+    /// The name the model calls it by.
     fn name(&self) -> &'static str;
 
-    /// Whether a successful call may change the workspace (the loop re-runs checks after such calls).
+    /// What the tool does, for the model.
+    fn description(&self) -> &'static str;
+
+    /// The JSON schema of the arguments (`{"type": "object", "properties": ..., "required": ...}`).
+    fn parameters(&self) -> Value;
+
+    /// Whether a successful call counts as a change of the files for the rails (a run without one stalls).
     fn mutates(&self) -> bool;
 
-    /// Runs the call. `args` has been checked against the tool's schema (see [`Tools::dispatch`]).
-    fn call(&self, ws: &Workspace, args: &Value) -> ToolOutput;
-
-    /// The tool's OpenAI definition from [`crate::toolcall::agent_tools`], or `Value::Null` if it has none.
-    fn schema(&self) -> Value {
-        definition(self.name())
-    }
-}
-
-/// The OpenAI definition of the agent tool `name` (`{"type": "function", "function": {...}}`), if any.
-pub fn definition(name: &str) -> Value {
-    let all = crate::toolcall::agent_tools();
-    all.as_array()
-        .into_iter()
-        .flatten()
-        .find(|def| def.pointer("/function/name").and_then(Value::as_str) == Some(name))
-        .cloned()
-        .unwrap_or(Value::Null)
-}
-
-/// The tools of one workspace, by name.
-pub struct Tools {
-    workspace: Workspace,
-    tools: Vec<(Box<dyn Tool>, Params)>,
-}
-
-impl Tools {
-    /// The standard tools: `read_file`, `edit`, `write_file`, `list_files` and `search` (not [`LOOP_TOOLS`]).
-    pub fn standard(workspace: Workspace) -> Self {
-        let tools: Vec<Box<dyn Tool>> = vec![
-            Box::new(ReadFile),
-            Box::new(Edit),
-            Box::new(WriteFile),
-            Box::new(ListFiles),
-            Box::new(Search),
-        ];
-        Tools {
-            workspace,
-            tools: tools
-                .into_iter()
-                .map(|tool| {
-                    let params = Params::from_definition(&tool.schema());
-                    (tool, params)
-                })
-                .collect(),
-        }
+    /// Whether the registry checks the arguments against [`Tool::parameters`] before the call, refusing
+    /// unknown fields and mistyped values. The workspace tools are strict; `run_tests`, `submit` and `shell`
+    /// read their arguments leniently, as they always have.
+    fn strict(&self) -> bool {
+        true
     }
 
-    pub fn workspace(&self) -> &Workspace {
-        &self.workspace
-    }
+    /// Runs the call. A strict tool's `args` have been checked against its schema (see
+    /// [`Registry::dispatch`]).
+    fn call<'a>(&'a self, ctx: &'a mut Context<'_>, args: &'a Value) -> CallFuture<'a>;
 
-    /// The names of the tools, in the order of [`Tools::standard`].
-    pub fn names(&self) -> Vec<&'static str> {
-        self.tools.iter().map(|(tool, _)| tool.name()).collect()
-    }
-
-    /// The tool called `name`, if there is one.
-    pub fn get(&self, name: &str) -> Option<&dyn Tool> {
-        self.tools
-            .iter()
-            .find(|(tool, _)| tool.name() == name)
-            .map(|(tool, _)| tool.as_ref())
-    }
-
-    /// Runs the call `name(args)`. Unknown tools and arguments that do not fit the tool's schema come back as
-    /// an error output naming the valid tools or fields; a tool that panics comes back as an error output too.
-    pub fn dispatch(&self, name: &str, args: &Value) -> ToolOutput {
-        let Some((tool, params)) = self.tools.iter().find(|(tool, _)| tool.name() == name) else {
-            return self.unknown(name);
-        };
-        let args = match params.check(args) {
-            Ok(args) => args,
-            Err(problem) => {
-                return ToolOutput::error(format!(
-                    "Bad arguments for {name}: {problem}. {name} takes {}.",
-                    params.describe()
-                ))
+    /// The OpenAI definition (`{"type": "function", "function": {...}}`) the model is offered.
+    fn definition(&self) -> Value {
+        json!({
+            "type": "function",
+            "function": {
+                "name": self.name(),
+                "description": self.description(),
+                "parameters": self.parameters(),
             }
-        };
-        // A bug in a tool must not end the agent's run: it becomes one more failed call.
-        panic::catch_unwind(AssertUnwindSafe(|| tool.call(&self.workspace, &args))).unwrap_or_else(
-            |payload| {
-                let what = payload
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
-                ToolOutput::error(format!(
-                    "{name} failed with an internal error ({what}); this is a bug in vouch, not in the call. \
-                     Try another way to reach the same result."
-                ))
-            },
-        )
+        })
     }
+}
 
-    fn unknown(&self, name: &str) -> ToolOutput {
-        if LOOP_TOOLS.contains(&name) {
-            return ToolOutput::error(format!(
-                "{name} is handled by the agent loop, not by the workspace tools."
-            ));
-        }
-        let mut names = self.names();
-        names.extend(LOOP_TOOLS);
-        ToolOutput::error(format!(
-            "There is no tool called `{name}`. The tools are: {}.",
-            names.join(", ")
-        ))
-    }
+/// The schema of an object with these properties, of which `required` must be there.
+fn object(properties: Value, required: &[&str]) -> Value {
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+    })
+}
+
+/// The standard tools' definitions as one JSON array (what `vouch toolcalls parse` recovers calls against
+/// unless it is given other tools).
+pub fn definitions() -> Value {
+    Value::Array(Registry::standard().definitions())
 }

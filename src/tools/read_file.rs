@@ -3,10 +3,10 @@
 //! The header gives the total line count, so the model knows how much there is; a cut says where it stopped
 //! and which `start_line` reads on. Line numbers are what `edit` errors and `search` results refer to.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::text::{cut_line, is_crlf, lines, numbered, plural, read_text};
-use super::{Args, Tool, ToolOutput, Workspace};
+use super::{object, Args, CallFuture, Context, Tool, ToolError, Workspace};
 
 /// At most this many lines per call.
 pub const MAX_LINES: usize = 2000;
@@ -22,12 +22,27 @@ impl Tool for ReadFile {
         "read_file"
     }
 
+    fn description(&self) -> &'static str {
+        "Read a text file of the repository, optionally only a range of lines."
+    }
+
+    fn parameters(&self) -> Value {
+        object(
+            json!({
+                "path": {"type": "string", "description": "The file's path, relative to the repository root."},
+                "start_line": {"type": "integer", "description": "The first line to read (1-based) [default: 1]."},
+                "end_line": {"type": "integer", "description": "The last line to read, inclusive [default: the end of the file]."}
+            }),
+            &["path"],
+        )
+    }
+
     fn mutates(&self) -> bool {
         false
     }
 
-    fn call(&self, ws: &Workspace, args: &Value) -> ToolOutput {
-        read(ws, Args::of(args)).into()
+    fn call<'a>(&'a self, ctx: &'a mut Context<'_>, args: &'a Value) -> CallFuture<'a> {
+        Box::pin(async move { read(ctx.workspace, Args::of(args)).map_err(ToolError::Failed) })
     }
 }
 

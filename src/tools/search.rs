@@ -7,11 +7,11 @@
 use std::fs;
 
 use regex::{Regex, RegexBuilder};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::text::{looks_binary, plural, small_file, MAX_FILE_BYTES};
 use super::walk::{files, Filter};
-use super::{Args, Tool, ToolOutput, Workspace};
+use super::{object, Args, CallFuture, Context, Tool, ToolError, Workspace};
 
 /// At most this many matching lines per call.
 pub const MAX_MATCHES: usize = 200;
@@ -25,12 +25,27 @@ impl Tool for Search {
         "search"
     }
 
+    fn description(&self) -> &'static str {
+        "Search the repository's files for a regular expression and return the matching lines."
+    }
+
+    fn parameters(&self) -> Value {
+        object(
+            json!({
+                "pattern": {"type": "string", "description": "The regular expression to search for."},
+                "path": {"type": "string", "description": "Search only under this directory or file [default: the root]."},
+                "glob": {"type": "string", "description": "Search only files whose path matches this glob, such as **/*.go."}
+            }),
+            &["pattern"],
+        )
+    }
+
     fn mutates(&self) -> bool {
         false
     }
 
-    fn call(&self, ws: &Workspace, args: &Value) -> ToolOutput {
-        search(ws, Args::of(args)).into()
+    fn call<'a>(&'a self, ctx: &'a mut Context<'_>, args: &'a Value) -> CallFuture<'a> {
+        Box::pin(async move { search(ctx.workspace, Args::of(args)).map_err(ToolError::Failed) })
     }
 }
 

@@ -132,3 +132,13 @@ pub(crate) fn small_file(path: &Path, max: u64) -> bool {
 pub(crate) fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
+
+/// The last `max` characters of `text`, marked when cut.
+pub fn cap(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    if count <= max {
+        return text.to_string();
+    }
+    let tail: String = text.chars().skip(count - max).collect();
+    format!("[... {} characters cut ...]\n{tail}", count - max)
+}

@@ -5,10 +5,10 @@
 
 use std::fs;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::text::{is_crlf, line_count, looks_binary, plural};
-use super::{Args, Tool, ToolOutput, Workspace};
+use super::{object, Args, CallFuture, Context, Tool, ToolError, Workspace};
 
 pub struct WriteFile;
 
@@ -17,12 +17,26 @@ impl Tool for WriteFile {
         "write_file"
     }
 
+    fn description(&self) -> &'static str {
+        "Create a file, or replace a file's whole content."
+    }
+
+    fn parameters(&self) -> Value {
+        object(
+            json!({
+                "path": {"type": "string", "description": "The file's path, relative to the repository root."},
+                "content": {"type": "string", "description": "The complete new content of the file."}
+            }),
+            &["path", "content"],
+        )
+    }
+
     fn mutates(&self) -> bool {
         true
     }
 
-    fn call(&self, ws: &Workspace, args: &Value) -> ToolOutput {
-        write(ws, Args::of(args)).into()
+    fn call<'a>(&'a self, ctx: &'a mut Context<'_>, args: &'a Value) -> CallFuture<'a> {
+        Box::pin(async move { write(ctx.workspace, Args::of(args)).map_err(ToolError::Failed) })
     }
 }
 

@@ -1289,6 +1289,68 @@ async fn a_run_whose_server_died_is_resumed_with_the_same_conversation_and_verif
     assert_untouched(&repo, &before);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_resumed_after_a_failed_gate_reports_the_whole_gate_report() {
+    let repo = calc_repo();
+    repo.write(
+        "../resume-gate.md",
+        "---\ntitle: add() subtracts\n---\nadd(2, 3) is -1.\n",
+    );
+    let task = repo.tmp.path().join("resume-gate.md");
+    let task = task.to_str().unwrap();
+    let mut answers = vec![
+        call(
+            1,
+            "write_file",
+            json!({"path": "calc.py", "content": FIXED}),
+        ),
+        call(
+            2,
+            "write_file",
+            json!({"path": "test_add.py", "content": INERT_TEST}),
+        ),
+        call(3, "submit", json!({"verdict": "GO", "summary": "fixed"})),
+    ];
+    // The repair message goes out, and the server is gone.
+    answers.extend((0..5).map(|_| Answer::Dead));
+    let model = Model::start(answers).await;
+    let run = vouch_run(&repo, &model, &["--task", task]).await;
+    model.finish_all();
+    assert_eq!(run.code, 3, "{}", explain(&run));
+    let first = report(&repo, "resume-gate");
+    assert_eq!(
+        json!([first["status"], first["gate"]["verdict"], first["repairs"]]),
+        json!(["error", "fail", 1])
+    );
+
+    let model = Model::start(vec![call(
+        4,
+        "submit",
+        json!({"verdict": "NO-GO", "summary": "cannot make it bite"}),
+    )])
+    .await;
+    let resumed = vouch_run(&repo, &model, &["--task", task, "--resume"]).await;
+    model.finish();
+    assert_eq!(resumed.code, 1, "{}", explain(&resumed));
+    let r = report(&repo, "resume-gate");
+    // The same shape as before the resume: the gate's own report, not a transcript event.
+    assert_eq!(
+        json!([
+            r["status"],
+            r["repairs"],
+            r["gate"]["verdict"],
+            r["gate"]["bite"]["status"],
+            r["gate"].get("event"),
+        ]),
+        json!(["no-go", 1, "fail", "no-bite", null])
+    );
+    assert!(
+        r["gate"]["steps"].as_array().is_some_and(|s| !s.is_empty()),
+        "{r:#}"
+    );
+    assert_eq!(r["gate"], first["gate"]);
+}
+
 #[test]
 fn resume_without_a_workspace_is_a_usage_error() {
     let repo = calc_repo();

@@ -192,3 +192,43 @@ fn a_reader_that_stops_early_is_a_clean_end_of_the_output() {
         }
     }
 }
+
+/// The layering: domain code (the gate, the agent, the model client, the tools, tool-call recovery, the sandbox)
+/// never depends on the command line; the CLI depends on it.
+#[test]
+fn domain_modules_never_import_the_cli() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut offenders = Vec::new();
+    let mut stack: Vec<std::path::PathBuf> = ["gate", "agent", "model", "tools", "toolcall"]
+        .iter()
+        .map(|d| src.join(d))
+        .chain(
+            [
+                "sandbox.rs",
+                "process.rs",
+                "room.rs",
+                "git.rs",
+                "workspace.rs",
+            ]
+            .iter()
+            .map(|f| src.join(f)),
+        )
+        .collect();
+    let mut seen = 0;
+    while let Some(p) = stack.pop() {
+        if p.is_dir() {
+            stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            seen += 1;
+            let text = std::fs::read_to_string(&p).unwrap();
+            if text.contains("crate::cli") || text.contains("crate::commands") {
+                offenders.push(p.display().to_string());
+            }
+        }
+    }
+    assert!(seen > 50, "only {seen} files scanned");
+    assert!(
+        offenders.is_empty(),
+        "domain files import the CLI: {offenders:?}"
+    );
+}

@@ -130,24 +130,23 @@ fn a_failure_already_present_at_base_is_not_blamed_unless_strict() {
 #[test]
 fn a_test_that_fails_once_then_passes_is_flaky_and_not_blamed() {
     let repo = project();
-    let marker = repo.tmp.path().join("flaky-marker");
+    // The marker lives in the room (the sandbox lets a test write nowhere else); a reused room is reset
+    // between gate runs, so each run starts without it.
     repo.write(
         "tests/test_flaky.py",
-        "import os\n\n\ndef test_sometimes():\n    path = os.environ[\"FLAKY_MARKER\"]\n    if not os.path.exists(path):\n        open(path, \"w\").close()\n        assert False, \"first run fails\"\n",
+        "import os\n\n\ndef test_sometimes():\n    path = os.path.join(os.path.dirname(__file__), \".flaky-marker\")\n    if not os.path.exists(path):\n        open(path, \"w\").close()\n        assert False, \"first run fails\"\n",
     );
     repo.write("calc.py", FIXED_CALC);
     repo.write("tests/test_mean.py", TEST_MEAN);
     repo.commit("fix mean, add a flaky test");
-    let env = [("FLAKY_MARKER", marker.to_str().unwrap())];
-    let g = repo.gate_env(&["--base", "HEAD~1"], &env);
+    let g = repo.gate(&["--base", "HEAD~1"]);
     assert_eq!(g.verdict(), "pass", "{}", g.explain());
     assert_eq!(
         g.tests("flaky"),
         vec!["tests/test_flaky.py::test_sometimes".to_string()]
     );
 
-    std::fs::remove_file(&marker).unwrap();
-    let g = repo.gate_env(&["--base", "HEAD~1", "--no-flaky"], &env);
+    let g = repo.gate(&["--base", "HEAD~1", "--no-flaky"]);
     assert_eq!(g.verdict(), "fail", "{}", g.explain());
     assert_eq!(
         g.tests("new_failures"),

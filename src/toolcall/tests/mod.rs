@@ -8,7 +8,8 @@ mod robustness;
 
 use serde_json::{json, Value};
 
-use super::{agent_tools, recover, Format, Message, NativeCall, ToolSpec};
+use super::{recover, Format, Message, NativeCall, ToolSpec};
+use crate::tools::definitions as agent_tools;
 
 /// vouch's agent tools.
 fn agent() -> Vec<ToolSpec> {

@@ -1,38 +1,89 @@
 //! The registry: names, schemas, argument checking and the errors a model sees for a bad call.
 
+use std::time::Duration;
+
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
 
-use super::super::{definition, LOOP_TOOLS};
+use super::super::{Context, Registry, Settings, ShellRunner, Submission};
 use super::fixture;
+use crate::gate::outcome::Claim;
 
-#[test]
-fn every_agent_tool_is_either_a_standard_tool_or_handled_by_the_loop() {
-    let f = fixture(&[]);
-    let defined: Vec<String> = crate::toolcall::agent_tools()
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["function"]["name"].as_str().unwrap().to_string())
-        .collect();
-    let mut handled: Vec<String> = f.tools.names().iter().map(|n| n.to_string()).collect();
-    handled.extend(LOOP_TOOLS.iter().map(|n| n.to_string()));
-    assert_eq!(handled, defined);
-    for name in f.tools.names() {
-        let tool = f.tools.get(name).unwrap();
-        assert_eq!(tool.schema(), definition(name));
-        assert_ne!(tool.schema(), Value::Null, "{name} has no schema");
+/// Settings that allow `shell` (the runner is never started here).
+fn with_shell() -> Settings {
+    Settings {
+        tests: None,
+        shell: Some(ShellRunner::new(
+            ".".into(),
+            "logs".into(),
+            Duration::from_secs(1),
+            None,
+            crate::sandbox::Sandbox::off(),
+            std::env::temp_dir().join("vouch-dispatch-test-home"),
+            Vec::new(),
+        )),
     }
 }
 
 #[test]
+fn the_registry_offers_every_tool_in_order_with_its_own_definition() {
+    let standard = Registry::standard();
+    assert_eq!(
+        standard.names(),
+        [
+            "read_file",
+            "edit",
+            "write_file",
+            "list_files",
+            "search",
+            "run_tests",
+            "submit"
+        ]
+    );
+    assert_eq!(
+        Registry::for_run(&Settings::default()).names(),
+        standard.names()
+    );
+    let run = Registry::for_run(&with_shell());
+    let mut names = standard.names();
+    names.push("shell");
+    assert_eq!(run.names(), names);
+    for (name, def) in run.names().into_iter().zip(run.definitions()) {
+        let tool = run.get(name).unwrap();
+        assert_eq!(def["function"]["name"], name);
+        assert_eq!(def, tool.definition());
+        assert_eq!(def["function"]["parameters"], tool.parameters());
+        assert_eq!(def["function"]["description"], tool.description());
+    }
+    assert_eq!(
+        super::super::definitions(),
+        Value::Array(standard.definitions())
+    );
+}
+
+/// The tool list is part of every prompt: a byte that changes invalidates the server's prompt cache and
+/// changes what the model tests see. `definitions.json` is the list as it was before the tools owned
+/// their schemas (the standard tools, then `shell`).
+#[test]
+fn the_definitions_are_byte_for_byte_what_the_model_has_always_been_offered() {
+    let want = include_str!("definitions.json");
+    let run = Registry::for_run(&with_shell());
+    assert_eq!(
+        serde_json::to_string(&Value::Array(run.definitions())).unwrap(),
+        want
+    );
+    let old: Vec<Value> = serde_json::from_str(want).unwrap();
+    assert_eq!(Registry::standard().definitions(), old[..7].to_vec());
+}
+
+#[test]
 fn only_edit_and_write_file_mutate() {
-    let f = fixture(&[]);
-    let mutating: Vec<&str> = f
-        .tools
+    let run = Registry::for_run(&with_shell());
+    let mutating: Vec<&str> = run
         .names()
         .into_iter()
-        .filter(|n| f.tools.get(n).unwrap().mutates())
+        .filter(|n| run.get(n).unwrap().mutates())
         .collect();
     assert_eq!(mutating, ["edit", "write_file"]);
 }
@@ -48,11 +99,51 @@ fn an_unknown_tool_lists_the_tools() {
 }
 
 #[test]
-fn a_loop_tool_says_the_loop_handles_it() {
+fn run_tests_without_a_profile_says_so() {
     let f = fixture(&[]);
     assert_eq!(
         f.err("run_tests", json!({})),
-        "run_tests is handled by the agent loop, not by the workspace tools."
+        "No gate profile matches this repository, so vouch does not know how to run its tests."
+    );
+}
+
+/// Runs `submit(args)` and returns what it answered and what it left in the context.
+fn submit(args: Value) -> (Result<String, String>, Option<Submission>) {
+    let f = fixture(&[]);
+    let cancel = CancellationToken::new();
+    let mut ctx = Context::new(&f.workspace, &cancel, &f.settings);
+    let out = futures::executor::block_on(f.tools.dispatch(&mut ctx, "submit", &args));
+    (out.map_err(|e| e.to_string()), ctx.submission)
+}
+
+#[test]
+fn submit_records_the_claim_and_reads_the_verdict_leniently() {
+    assert_eq!(
+        submit(json!({"verdict": "GO", "summary": "fixed"})),
+        (
+            Ok("Submitted GO. The change is being verified by the gate.".to_string()),
+            Some(Submission {
+                claim: Claim::Go,
+                summary: "fixed".into()
+            })
+        )
+    );
+    assert_eq!(
+        submit(json!({"verdict": " no_go ", "extra": 1})),
+        (
+            Ok("Submitted NO-GO.".to_string()),
+            Some(Submission {
+                claim: Claim::NoGo,
+                summary: String::new()
+            })
+        )
+    );
+    assert_eq!(
+        submit(json!({"verdict": "maybe", "summary": "?"})),
+        (
+            Err("submit needs verdict \"GO\" or \"NO-GO\" and a summary.".to_string()),
+            None
+        )
     );
 }
 

@@ -1,5 +1,5 @@
 //! Tests of the agent's tools, each in a fresh repository in a temporary directory, called through
-//! [`Tools::dispatch`] as the agent loop calls them. Every test compares whole outputs.
+//! [`Registry::dispatch`] as the agent loop calls them. Every test compares whole outputs.
 
 mod confinement;
 mod dispatch;
@@ -15,13 +15,23 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use tempfile::TempDir;
 
-use super::{ToolOutput, Tools, Workspace};
+use tokio_util::sync::CancellationToken;
+
+use super::{Context, Registry, Settings, Workspace};
 
 /// A repository (`repo/`, with a `.git` directory) and a sibling directory `outside/` in one temporary
 /// directory, and the standard tools of the repository.
 struct Fixture {
     dir: TempDir,
-    tools: Tools,
+    tools: Registry,
+    workspace: Workspace,
+    settings: Settings,
+}
+
+/// What a call returned: `ok: false` for a failed call.
+struct Out {
+    ok: bool,
+    text: String,
 }
 
 fn fixture(files: &[(&str, &str)]) -> Fixture {
@@ -36,8 +46,12 @@ fn fixture(files: &[(&str, &str)]) -> Fixture {
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(path, content).unwrap();
     }
-    let tools = Tools::standard(Workspace::new(&repo).unwrap());
-    Fixture { dir, tools }
+    Fixture {
+        dir,
+        tools: Registry::standard(),
+        workspace: Workspace::new(&repo).unwrap(),
+        settings: Settings::default(),
+    }
 }
 
 impl Fixture {
@@ -49,8 +63,16 @@ impl Fixture {
         self.dir.path().join("outside")
     }
 
-    fn call(&self, name: &str, args: Value) -> ToolOutput {
-        self.tools.dispatch(name, &args)
+    fn call(&self, name: &str, args: Value) -> Out {
+        let cancel = CancellationToken::new();
+        let mut ctx = Context::new(&self.workspace, &cancel, &self.settings);
+        match futures::executor::block_on(self.tools.dispatch(&mut ctx, name, &args)) {
+            Ok(text) => Out { ok: true, text },
+            Err(e) => Out {
+                ok: false,
+                text: e.to_string(),
+            },
+        }
     }
 
     /// The text of a call that must succeed.

@@ -1,126 +1,16 @@
-//! The bite check: revert the production part of the change, keep its tests, and prove they fail without it.
+//! The bite check's outcomes and decision: each selected test's outcome from the reverted run (or from head,
+//! for tests that fail or skip there already), the policy's decision over all of them, and the timeout of a
+//! reverted run.
 //!
-//! The reverted tree is base plus the test part of the change: test files as at head, production files as at
-//! base (files the change added are absent), Rust files holding both keep only their test hunks
-//! ([`split`](crate::gate::split)), generated files follow their production source. It is written as a real
-//! tree and commit into a room of its own (never into the user's repository) and checked out there, so nothing
-//! built at head (a binary that integration tests execute) can leak into the verdict. The tests the change
-//! touches ([`testmap`]) are selected by id and run; each gets an outcome, and the policy decides.
+//! Pure functions, so every outcome and every reason is tested without running a toolchain.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
-
-use crate::gate::outcome::{BiteStatus, Finding, Rule, TestOutcome};
-use crate::gate::profile::{BitePolicy, BiteRequire, BuildFailure, PathClass};
-use crate::gate::results::{self, Runner, TestResult, TestStatus};
-use crate::gate::testmap::TestChange;
-use crate::git::ChangeKind;
-use crate::room::OverlayFile;
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct BiteTest {
-    pub id: String,
-    pub outcome: TestOutcome,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Policy {
-    pub require: BiteRequire,
-    pub build_failure: BuildFailure,
-}
-
-/// The `bite` object of the gate report.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct BiteReport {
-    pub status: BiteStatus,
-    pub policy: Policy,
-    pub production_files: Vec<String>,
-    pub test_files: Vec<String>,
-    /// What the reverted tree is, file by file.
-    pub reverted: Vec<String>,
-    pub tests: Vec<BiteTest>,
-    pub removed_tests: Vec<String>,
-    pub weakened_tests: Vec<String>,
-    /// Why the status is what it is; for no-bite, why the gate fails.
-    pub reasons: Vec<String>,
-    pub warnings: Vec<String>,
-    pub duration_ms: u64,
-}
-
-impl BiteReport {
-    pub fn new(policy: &BitePolicy) -> BiteReport {
-        BiteReport {
-            status: BiteStatus::NotApplicable,
-            policy: Policy {
-                require: policy.require,
-                build_failure: policy.build_failure,
-            },
-            production_files: Vec::new(),
-            test_files: Vec::new(),
-            reverted: Vec::new(),
-            tests: Vec::new(),
-            removed_tests: Vec::new(),
-            weakened_tests: Vec::new(),
-            reasons: Vec::new(),
-            warnings: Vec::new(),
-            duration_ms: 0,
-        }
-    }
-
-    /// The report of a gate run in which no test step ran to completion.
-    pub fn not_run(policy: &BitePolicy) -> BiteReport {
-        let mut report = BiteReport::new(policy);
-        report.status = BiteStatus::NotRun;
-        report.reasons.push("no test step ran to completion".into());
-        report
-    }
-
-    /// The findings by which the bite check makes the gate fail.
-    pub fn findings(&self, allow_removed_tests: bool) -> Vec<Finding> {
-        let mut out = Vec::new();
-        if self.status == BiteStatus::NoBite {
-            let ids = self.tests.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
-            out.push(
-                Finding::new(
-                    Rule::NoBite,
-                    format!("no-bite: {}", self.reasons.join("; ")),
-                )
-                .subjects(ids),
-            );
-        }
-        if !allow_removed_tests {
-            if !self.removed_tests.is_empty() {
-                out.push(
-                    Finding::new(
-                        Rule::RemovedTests,
-                        format!(
-                            "removed tests: {} (pass --allow-removed-tests if that is intended)",
-                            self.removed_tests.join(", ")
-                        ),
-                    )
-                    .subjects(self.removed_tests.iter().cloned()),
-                );
-            }
-            if !self.weakened_tests.is_empty() {
-                out.push(
-                    Finding::new(
-                        Rule::WeakenedTests,
-                        format!(
-                            "weakened tests: {} (pass --allow-removed-tests if that is intended)",
-                            self.weakened_tests.join("; ")
-                        ),
-                    )
-                    .subjects(self.weakened_tests.iter().cloned()),
-                );
-            }
-        }
-        out
-    }
-}
+use crate::gate::bite::BiteTest;
+use crate::gate::outcome::{BiteStatus, TestOutcome};
+use crate::gate::profile::{BitePolicy, BiteRequire, BuildFailure};
+use crate::gate::results::{TestResult, TestStatus};
 
 /// The decision from the outcomes, per policy. Returns (status, reasons, warnings).
 pub fn decide(tests: &[BiteTest], policy: &BitePolicy) -> (BiteStatus, Vec<String>, Vec<String>) {
@@ -233,203 +123,6 @@ pub fn decide(tests: &[BiteTest], policy: &BitePolicy) -> (BiteStatus, Vec<Strin
     }
 }
 
-/// What the bite step needs from the gate.
-pub struct Input<'a> {
-    pub prep: &'a crate::gate::Prepared,
-    pub runner: Runner,
-    /// The test step's argv (placeholders unfilled).
-    pub argv: Vec<String>,
-    pub head_results: &'a [TestResult],
-}
-
-/// The reverted tree's overlay and the test changes, read from the user's repository (read-only).
-pub struct Plan {
-    pub overlay: Vec<(String, Option<OverlayFile>)>,
-    pub test_changes: Vec<TestChange>,
-    pub go_module: Option<String>,
-}
-
-/// Classifies the change into its parts and builds the overlay. Fills the report's file lists.
-pub fn plan(input: &Input, report: &mut BiteReport) -> Result<Plan> {
-    let prep = input.prep;
-    let repo = crate::git::open_objects(&prep.objects)?;
-    let base = git2::Oid::from_str(&prep.base.sha)?;
-    let head = git2::Oid::from_str(&prep.head.sha)?;
-    let head_tree = repo.find_commit(head)?.tree()?;
-    let file_at = |commit: git2::Oid, path: &str| crate::git::file_text(&repo, commit, path);
-    let mut overlay = Vec::new();
-    let mut test_changes = Vec::new();
-    let mut generated = Vec::new();
-    let mut other = Vec::new();
-    for c in &prep.changes {
-        let old_path = c.old_path.as_deref().unwrap_or(&c.path);
-        match (c.class, c.mixed) {
-            (PathClass::Test, _) => {
-                report.test_files.push(c.path.clone());
-                let file = match c.change {
-                    ChangeKind::Deleted => None,
-                    _ => {
-                        let entry = head_tree
-                            .get_path(Path::new(&c.path))
-                            .with_context(|| format!("{} at head", c.path))?;
-                        let blob = repo.find_blob(entry.id())?;
-                        Some(OverlayFile {
-                            content: blob.content().to_vec(),
-                            executable: entry.filemode() == 0o100755,
-                        })
-                    }
-                };
-                overlay.push((c.path.clone(), file));
-                if c.change == ChangeKind::Renamed && old_path != c.path {
-                    overlay.push((old_path.to_owned(), None));
-                }
-                test_changes.push(TestChange {
-                    path: c.path.clone(),
-                    old: match c.change {
-                        ChangeKind::Added => None,
-                        _ => file_at(base, old_path),
-                    },
-                    new: match c.change {
-                        ChangeKind::Deleted => None,
-                        _ => file_at(head, &c.path),
-                    },
-                });
-            }
-            (PathClass::Production, true) => {
-                report.production_files.push(c.path.clone());
-                report.test_files.push(c.path.clone());
-                let test_only = prep.mixed.get(&c.path).cloned().unwrap_or_default();
-                report.reverted.push(format!(
-                    "{}: kept the test hunks, reverted the rest ({})",
-                    c.path,
-                    c.detail.as_deref().unwrap_or("split by test regions")
-                ));
-                let executable = head_tree
-                    .get_path(Path::new(&c.path))
-                    .is_ok_and(|e| e.filemode() == 0o100755);
-                overlay.push((
-                    c.path.clone(),
-                    Some(OverlayFile {
-                        content: test_only.clone().into_bytes(),
-                        executable,
-                    }),
-                ));
-                test_changes.push(TestChange {
-                    path: c.path.clone(),
-                    old: file_at(base, old_path),
-                    new: Some(test_only),
-                });
-            }
-            (PathClass::Production, false) => {
-                report.production_files.push(c.path.clone());
-                report.reverted.push(match c.change {
-                    ChangeKind::Added => format!("{}: removed (the change added it)", c.path),
-                    ChangeKind::Deleted => format!("{}: restored (the change deleted it)", c.path),
-                    _ => format!("{}: reverted to base", c.path),
-                });
-            }
-            (PathClass::Generated, _) => generated.push(c.path.clone()),
-            (PathClass::Docs | PathClass::Other, _) => other.push(c.path.clone()),
-        }
-    }
-    if !generated.is_empty() {
-        report.reverted.push(format!(
-            "generated files follow their production source, reverted to base: {}",
-            generated.join(", ")
-        ));
-    }
-    if !other.is_empty() {
-        report.reverted.push(format!(
-            "docs and other files, neither production nor tests, reverted to base: {}",
-            other.join(", ")
-        ));
-    }
-    let go_module = if input.runner == Runner::Go {
-        file_at(head, "go.mod").and_then(|m| {
-            m.lines().find_map(|l| {
-                l.trim()
-                    .strip_prefix("module ")
-                    .map(|s| s.trim().trim_matches('"').to_owned())
-            })
-        })
-    } else {
-        None
-    };
-    Ok(Plan {
-        overlay,
-        test_changes,
-        go_module,
-    })
-}
-
-/// Groups cargo ids by their test target and narrows each selection to that target, so a target that does
-/// not build without the change does not hide the others.
-fn cargo_commands(argv: &[String], ids: &[String]) -> Vec<(Vec<String>, Vec<String>)> {
-    let mut by_target: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for id in ids {
-        let target = id.split_once("::").map_or("", |(t, _)| t).to_owned();
-        by_target.entry(target).or_default().push(id.clone());
-    }
-    let mut out = Vec::new();
-    for (target, ids) in by_target {
-        let Some(mut cmds) = results::select_argv(Runner::Cargo, argv, &ids) else {
-            continue;
-        };
-        let (stem, path) = target.split_once('@').unwrap_or((&target, ""));
-        let selector: Vec<String> = if path.starts_with("tests/") {
-            vec!["--test".into(), stem.to_owned()]
-        } else if path == "src/lib.rs" {
-            vec!["--lib".into()]
-        } else if path == "src/main.rs" || path.starts_with("src/bin/") {
-            vec!["--bin".into(), stem.replace('_', "-")]
-        } else {
-            Vec::new()
-        };
-        for cmd in cmds.iter_mut() {
-            let at = cmd.iter().position(|a| a == "--").unwrap_or(cmd.len());
-            for (k, s) in selector.iter().enumerate() {
-                cmd.insert(at + k, s.clone());
-            }
-        }
-        for cmd in cmds {
-            out.push((cmd, ids.clone()));
-        }
-    }
-    out
-}
-
-/// The selection commands with the ids each is meant to run.
-pub fn commands(
-    runner: Runner,
-    argv: &[String],
-    ids: &[String],
-) -> Vec<(Vec<String>, Vec<String>)> {
-    if runner == Runner::Cargo {
-        return cargo_commands(argv, ids);
-    }
-    // One call per id group the runner splits by (package, file): ask with all ids, then attribute each
-    // command to the ids whose scope it names.
-    let Some(cmds) = results::select_argv(runner, argv, ids) else {
-        return Vec::new();
-    };
-    if cmds.len() == 1 {
-        return vec![(cmds[0].clone(), ids.to_vec())];
-    }
-    cmds.into_iter()
-        .map(|cmd| {
-            let mine: Vec<String> = ids
-                .iter()
-                .filter(|id| {
-                    let scope = id.split_once("::").map_or(id.as_str(), |(s, _)| s);
-                    cmd.iter().any(|a| a == scope)
-                })
-                .cloned()
-                .collect();
-            (cmd, mine)
-        })
-        .collect()
-}
-
 /// Outcomes for the selected ids from the reverted run of one command.
 pub fn outcomes(
     ids: &[String],
@@ -501,21 +194,12 @@ pub fn at_head(ids: &BTreeSet<String>, head: &[TestResult]) -> (Vec<String>, Vec
 /// step took at head (five times that, at least a minute, at most the step's own timeout). A test that loops
 /// without the fix then costs minutes, not the half hour a full test step may take.
 pub fn timeout(policy: &BitePolicy, step_timeout: Duration, head_duration: Duration) -> Duration {
-    if let Some(t) = policy
-        .timeout
-        .as_deref()
-        .and_then(|t| crate::gate::profile::parse_duration(t).ok())
-    {
+    if let Some(t) = policy.timeout {
         return t;
     }
     (head_duration * 5)
         .max(Duration::from_secs(60))
         .min(step_timeout)
-}
-
-/// Elapsed milliseconds since `t`.
-pub fn ms(t: Instant) -> u64 {
-    t.elapsed().as_millis() as u64
 }
 
 #[cfg(test)]
@@ -674,7 +358,7 @@ mod tests {
         );
         assert_eq!(timeout(&p, step, Duration::from_secs(1000)), step);
         let set = BitePolicy {
-            timeout: Some("4s".into()),
+            timeout: Some(Duration::from_secs(4)),
             ..BitePolicy::default()
         };
         assert_eq!(

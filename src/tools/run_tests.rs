@@ -5,31 +5,87 @@
 //! the step's timeout, and returns the exit status and the tail of the output, capped.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use anyhow::Result;
+use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::text::cap;
+use super::{object, CallFuture, CallResult, Context, Tool, ToolError};
 use crate::gate::profile::{Profile, Step};
 use crate::gate::steps::StepEnv;
 use crate::process;
-use crate::tools::ToolOutput;
+use crate::sandbox::Sandbox;
 
 /// Lines of output returned to the model.
 const TAIL_LINES: usize = 60;
 /// Characters of output returned to the model.
 const TAIL_CHARS: usize = 6000;
 
+/// The tool; the test command comes from [`super::Settings::tests`].
+pub struct RunTests;
+
+impl Tool for RunTests {
+    fn name(&self) -> &'static str {
+        "run_tests"
+    }
+
+    fn description(&self) -> &'static str {
+        "Run the repository's tests, or a selection of them, and return the result."
+    }
+
+    fn parameters(&self) -> Value {
+        object(
+            json!({
+                "selector": {"type": "string", "description": "Which tests to run, in the test runner's own syntax [default: all]."}
+            }),
+            &[],
+        )
+    }
+
+    fn mutates(&self) -> bool {
+        false
+    }
+
+    fn strict(&self) -> bool {
+        false
+    }
+
+    fn call<'a>(&'a self, ctx: &'a mut Context<'_>, args: &'a Value) -> CallFuture<'a> {
+        Box::pin(async move {
+            let selector = args.get("selector").and_then(Value::as_str);
+            match &ctx.settings.tests {
+                None => Err(ToolError::failed(
+                    "No gate profile matches this repository, so vouch does not know how to run its tests.",
+                )),
+                Some(runner) => runner.run(selector, ctx.cancel).await,
+            }
+        })
+    }
+}
+
 /// The test command of a worktree.
+#[derive(Debug)]
 pub struct TestRunner {
     step: Option<Step>,
     env: StepEnv,
     profile: String,
-    runs: u32,
+    runs: AtomicU32,
 }
 
 impl TestRunner {
     /// The first test step of `profile`, run in `dir`; logs go to `logs`, build caches to `cache`.
-    pub fn new(profile: &Profile, dir: &Path, logs: PathBuf, cache: PathBuf) -> TestRunner {
+    /// `sandbox` confines the tests; `readable` is what they may read in the hidden home (the user's
+    /// repository, where the worktree's git data lives).
+    pub fn new(
+        profile: &Profile,
+        dir: &Path,
+        logs: PathBuf,
+        cache: PathBuf,
+        sandbox: Sandbox,
+        readable: Vec<PathBuf>,
+    ) -> TestRunner {
         TestRunner {
             step: profile.test_steps().next().cloned(),
             env: StepEnv {
@@ -37,44 +93,57 @@ impl TestRunner {
                 cache,
                 logs,
                 profile_env: profile.env.clone(),
+                sandbox,
+                readable,
             },
             profile: profile.name.clone(),
-            runs: 0,
+            runs: AtomicU32::new(0),
         }
     }
 
-    /// Runs the tests (or `selector`); `Err` only when the command cannot be started at all.
-    pub async fn run(
-        &mut self,
+    /// Runs the tests (or `selector`). Failing tests, a bad selector and a command that cannot be started
+    /// are all failed calls.
+    pub async fn run(&self, selector: Option<&str>, cancel: &CancellationToken) -> CallResult {
+        match self.attempt(selector, cancel).await {
+            Ok(result) => result.map_err(ToolError::Failed),
+            Err(e) => Err(ToolError::failed(format!(
+                "The tests could not be started: {e:#}"
+            ))),
+        }
+    }
+
+    /// `Err` only when the command cannot be started at all.
+    async fn attempt(
+        &self,
         selector: Option<&str>,
         cancel: &CancellationToken,
-    ) -> Result<ToolOutput> {
+    ) -> Result<Result<String, String>> {
         let Some(step) = &self.step else {
-            return Ok(ToolOutput::error(format!(
+            return Ok(Err(format!(
                 "The {} profile has no test step, so there are no tests to run. Submit when the change is done.",
                 self.profile
             )));
         };
-        self.runs += 1;
+        let run = self.runs.fetch_add(1, Ordering::Relaxed) + 1;
         std::fs::create_dir_all(&self.env.logs)?;
-        let stem = format!("run_tests-{}", self.runs);
-        let junit = self.env.junit_path(&step.name, &format!("-{}", self.runs));
+        let stem = format!("run_tests-{run}");
+        let junit = self.env.junit_path(&step.name, &format!("-{run}"));
         let mut argv = self.env.argv_for(&step.raw_argv(), &junit);
         if let Some(sel) = selector.map(str::trim).filter(|s| !s.is_empty()) {
             match shell_words::split(sel) {
                 Ok(words) => argv.extend(words),
                 Err(e) => {
-                    return Ok(ToolOutput::error(format!(
+                    return Ok(Err(format!(
                         "The selector `{sel}` cannot be split into arguments ({e}); give test names or paths."
                     )))
                 }
             }
         }
-        let timeout = step.timeout()?;
+        let timeout = step.timeout();
         let spec = self
             .env
             .spec(step, argv.clone(), &junit, &stem, timeout, true);
-        let outcome = process::run(&spec, cancel).await?;
+        let outcome = process::run_clean_env(&spec, cancel).await?;
         let command = self.env.relativize(&process::quote_argv(&argv));
         let status = if outcome.timed_out {
             format!("timed out after {}s", timeout.as_secs())
@@ -92,19 +161,9 @@ impl TestRunner {
             .relativize(&cap(&outcome.tail_lines(TAIL_LINES), TAIL_CHARS));
         let text = format!("$ {command}\nTests {status}.\n{tail}");
         Ok(if outcome.success() {
-            ToolOutput::ok(text)
+            Ok(text)
         } else {
-            ToolOutput::error(text)
+            Err(text)
         })
     }
-}
-
-/// The last `max` characters of `text`, marked when cut.
-pub fn cap(text: &str, max: usize) -> String {
-    let count = text.chars().count();
-    if count <= max {
-        return text.to_string();
-    }
-    let tail: String = text.chars().skip(count - max).collect();
-    format!("[... {} characters cut ...]\n{tail}", count - max)
 }

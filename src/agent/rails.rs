@@ -1,0 +1,388 @@
+//! The rails: the limits that keep a weak model from looping forever, as a state machine the loop feeds
+//! with what each turn did and that answers continue, nudge or stop.
+//!
+//! Replies without a tool call get a reminder and, at the limit, a last warning; one more stops the run. The
+//! same call (name and arguments) at the limit in a row gets a warning; once more stops the run. A run that
+//! goes [`Rails::stall_turns`] turns without a successful change gets a forcing phase that offers only
+//! [`prompt::FORCING_TOOLS`] for [`Rails::forcing_turns`] turns, then stops as stalled. Budgets (turns, wall
+//! time, tokens) stop it before a turn. The machine keeps no clock and does no I/O: the loop tells it the
+//! turns, time and tokens used, so every transition is a unit test.
+
+use std::time::Duration;
+
+use super::prompt;
+use super::report::StopReason;
+use super::transcript::NudgeKind;
+
+/// Model turns before a run stops as incomplete, unless the task, `vouch.toml` or `--max-turns` says.
+pub const DEFAULT_MAX_TURNS: u32 = 50;
+/// Turns without a successful edit before the forcing phase, unless configured.
+pub const DEFAULT_STALL_TURNS: u32 = 15;
+/// Turns of the forcing phase before the run stops as stalled.
+pub const DEFAULT_FORCING_TURNS: u32 = 3;
+/// Gate rejections sent back to the model for repair, unless configured.
+pub const DEFAULT_REPAIR_CYCLES: u32 = 2;
+
+/// Limits that stop a run.
+#[derive(Clone, Debug)]
+pub struct Rails {
+    pub max_turns: u32,
+    /// Turns without a successful `edit` or `write_file` before the forcing phase.
+    pub stall_turns: u32,
+    /// Turns of the forcing phase before the run stops as stalled.
+    pub forcing_turns: u32,
+    /// The same call this many times in a row earns a warning; once more stops the run.
+    pub repeat_limit: u32,
+    /// Replies without a tool call in a row that earn a warning; once more stops the run.
+    pub malformed_limit: u32,
+    pub wall_time: Option<Duration>,
+    /// Prompt plus completion tokens over the run.
+    pub tokens: Option<u64>,
+    /// Gate failures sent back to the model before the change counts as rejected.
+    pub repair_cycles: u32,
+}
+
+impl Default for Rails {
+    fn default() -> Rails {
+        Rails {
+            max_turns: DEFAULT_MAX_TURNS,
+            stall_turns: DEFAULT_STALL_TURNS,
+            forcing_turns: DEFAULT_FORCING_TURNS,
+            repeat_limit: 3,
+            malformed_limit: 3,
+            wall_time: None,
+            tokens: None,
+            repair_cycles: DEFAULT_REPAIR_CYCLES,
+        }
+    }
+}
+
+/// What the rails say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    Continue,
+    /// Go on, with this message to the model.
+    Nudge(Nudge),
+    Stop(StopReason),
+}
+
+/// A warning from the rails to the model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Nudge {
+    /// A reply without a tool call; `last` when one more stops the run.
+    NoToolCall { last: bool },
+    /// The same call at the limit; one more stops the run.
+    RepeatedCall,
+    /// The forcing phase starts after `turns` turns without a change and lasts `left` turns.
+    Forcing { turns: u32, left: u32 },
+}
+
+impl Nudge {
+    /// The transcript's name for it.
+    pub fn kind(&self) -> NudgeKind {
+        match self {
+            Nudge::NoToolCall { .. } => NudgeKind::NoToolCall,
+            Nudge::RepeatedCall => NudgeKind::RepeatedCall,
+            Nudge::Forcing { .. } => NudgeKind::Forcing,
+        }
+    }
+
+    /// The message to the model.
+    pub fn text(&self) -> String {
+        match self {
+            Nudge::NoToolCall { last: false } => prompt::NO_CALL.to_string(),
+            Nudge::NoToolCall { last: true } => prompt::NO_CALL_LAST.to_string(),
+            Nudge::RepeatedCall => prompt::REPEATED.to_string(),
+            Nudge::Forcing { turns, left } => prompt::forcing(*turns, *left),
+        }
+    }
+}
+
+/// What the run has used so far, for the budgets.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Used {
+    /// Turns asked for.
+    pub turns: u32,
+    pub elapsed: Duration,
+    /// Prompt plus completion tokens.
+    pub tokens: u64,
+}
+
+/// The rails' state over a run.
+#[derive(Clone, Debug)]
+pub struct RailState {
+    rails: Rails,
+    /// Replies without a tool call in a row.
+    malformed: u32,
+    /// The last call's name and arguments, and how many times in a row it came.
+    last_call: Option<String>,
+    repeats: u32,
+    /// Turns since the last successful change.
+    since_change: u32,
+    /// Turns left in the forcing phase.
+    forcing: Option<u32>,
+}
+
+impl RailState {
+    pub fn new(rails: Rails) -> RailState {
+        RailState {
+            rails,
+            malformed: 0,
+            last_call: None,
+            repeats: 0,
+            since_change: 0,
+            forcing: None,
+        }
+    }
+
+    pub fn limits(&self) -> &Rails {
+        &self.rails
+    }
+
+    /// Before a turn: the budget it would exceed, if any.
+    pub fn budget(&self, used: Used) -> Option<StopReason> {
+        if used.turns >= self.rails.max_turns {
+            return Some(StopReason::MaxTurns);
+        }
+        if self.rails.wall_time.is_some_and(|w| used.elapsed >= w) {
+            return Some(StopReason::WallTime);
+        }
+        if self.rails.tokens.is_some_and(|t| used.tokens >= t) {
+            return Some(StopReason::Tokens);
+        }
+        None
+    }
+
+    /// In the forcing phase.
+    pub fn forcing(&self) -> bool {
+        self.forcing.is_some()
+    }
+
+    /// Whether the tool `name` may be offered and called now.
+    pub fn offers(&self, name: &str) -> bool {
+        !self.forcing() || prompt::FORCING_TOOLS.contains(&name)
+    }
+
+    /// A reply without any tool call: a nudge, or the stop after the last warning.
+    pub fn no_call(&mut self) -> Answer {
+        self.malformed += 1;
+        if self.malformed > self.rails.malformed_limit {
+            return Answer::Stop(StopReason::NoToolCalls);
+        }
+        Answer::Nudge(Nudge::NoToolCall {
+            last: self.malformed == self.rails.malformed_limit,
+        })
+    }
+
+    /// A call about to run, by its name and arguments (`signature`): continue (run it), a nudge (run it and
+    /// warn after the turn's calls), or stop (do not run it, nor the rest of the turn).
+    pub fn call(&mut self, signature: String) -> Answer {
+        self.malformed = 0;
+        if self.last_call.as_deref() == Some(signature.as_str()) {
+            self.repeats += 1;
+        } else {
+            self.last_call = Some(signature);
+            self.repeats = 1;
+        }
+        if self.repeats > self.rails.repeat_limit {
+            Answer::Stop(StopReason::RepeatedCall)
+        } else if self.repeats == self.rails.repeat_limit {
+            Answer::Nudge(Nudge::RepeatedCall)
+        } else {
+            Answer::Continue
+        }
+    }
+
+    /// The end of a turn, `changed` when a call changed a file: the forcing phase starts, counts down or
+    /// stops the run as stalled.
+    pub fn end_turn(&mut self, changed: bool) -> Answer {
+        if changed {
+            self.since_change = 0;
+            self.forcing = None;
+            return Answer::Continue;
+        }
+        self.since_change += 1;
+        match self.forcing {
+            Some(left) if left <= 1 => Answer::Stop(StopReason::Stalled),
+            Some(left) => {
+                self.forcing = Some(left - 1);
+                Answer::Continue
+            }
+            None if self.since_change >= self.rails.stall_turns => {
+                self.forcing = Some(self.rails.forcing_turns);
+                Answer::Nudge(Nudge::Forcing {
+                    turns: self.since_change,
+                    left: self.rails.forcing_turns,
+                })
+            }
+            None => Answer::Continue,
+        }
+    }
+
+    /// A gate failure went back for repair: the model gets a fresh stall count (the turn is not counted).
+    pub fn repair(&mut self) {
+        self.since_change = 0;
+        self.forcing = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rails() -> RailState {
+        RailState::new(Rails {
+            stall_turns: 2,
+            forcing_turns: 2,
+            ..Rails::default()
+        })
+    }
+
+    #[test]
+    fn budgets_stop_a_run_at_the_turn_time_or_token_limit() {
+        let r = RailState::new(Rails {
+            max_turns: 5,
+            wall_time: Some(Duration::from_secs(60)),
+            tokens: Some(1000),
+            ..Rails::default()
+        });
+        let used = Used {
+            turns: 4,
+            elapsed: Duration::from_secs(59),
+            tokens: 999,
+        };
+        assert_eq!(r.budget(used), None);
+        assert_eq!(
+            r.budget(Used { turns: 5, ..used }),
+            Some(StopReason::MaxTurns)
+        );
+        assert_eq!(
+            r.budget(Used {
+                elapsed: Duration::from_secs(60),
+                ..used
+            }),
+            Some(StopReason::WallTime)
+        );
+        assert_eq!(
+            r.budget(Used {
+                tokens: 1000,
+                ..used
+            }),
+            Some(StopReason::Tokens)
+        );
+        // Without a wall time or token budget only turns count.
+        let r = RailState::new(Rails::default());
+        let huge = Used {
+            turns: 1,
+            elapsed: Duration::from_secs(1 << 30),
+            tokens: u64::MAX,
+        };
+        assert_eq!(r.budget(huge), None);
+    }
+
+    #[test]
+    fn replies_without_a_call_get_a_reminder_then_a_last_warning_then_stop() {
+        let mut r = rails();
+        let nudge = |last| Answer::Nudge(Nudge::NoToolCall { last });
+        assert_eq!(r.no_call(), nudge(false));
+        assert_eq!(r.no_call(), nudge(false));
+        assert_eq!(r.no_call(), nudge(true));
+        assert_eq!(r.no_call(), Answer::Stop(StopReason::NoToolCalls));
+    }
+
+    #[test]
+    fn a_call_resets_the_count_of_replies_without_one() {
+        let mut r = rails();
+        r.no_call();
+        r.no_call();
+        assert_eq!(r.call("read_file{}".into()), Answer::Continue);
+        assert_eq!(
+            r.no_call(),
+            Answer::Nudge(Nudge::NoToolCall { last: false })
+        );
+    }
+
+    #[test]
+    fn the_same_call_three_times_is_warned_and_a_fourth_stops() {
+        let mut r = rails();
+        let sig = || "read_file{\"path\":\"a\"}".to_string();
+        assert_eq!(r.call(sig()), Answer::Continue);
+        assert_eq!(r.call(sig()), Answer::Continue);
+        assert_eq!(r.call(sig()), Answer::Nudge(Nudge::RepeatedCall));
+        assert_eq!(r.call(sig()), Answer::Stop(StopReason::RepeatedCall));
+    }
+
+    #[test]
+    fn a_different_call_starts_the_repeat_count_over() {
+        let mut r = rails();
+        r.call("a".into());
+        r.call("a".into());
+        assert_eq!(r.call("b".into()), Answer::Continue);
+        assert_eq!(r.call("a".into()), Answer::Continue);
+        assert_eq!(r.call("a".into()), Answer::Continue);
+        assert_eq!(r.call("a".into()), Answer::Nudge(Nudge::RepeatedCall));
+    }
+
+    #[test]
+    fn turns_without_a_change_start_the_forcing_phase_which_then_stops_as_stalled() {
+        let mut r = rails();
+        assert_eq!(r.end_turn(false), Answer::Continue);
+        assert!(r.offers("read_file"));
+        assert_eq!(
+            r.end_turn(false),
+            Answer::Nudge(Nudge::Forcing { turns: 2, left: 2 })
+        );
+        assert!(r.forcing());
+        assert!(!r.offers("read_file") && !r.offers("run_tests") && !r.offers("shell"));
+        assert!(r.offers("edit") && r.offers("write_file") && r.offers("submit"));
+        assert_eq!(r.end_turn(false), Answer::Continue);
+        assert_eq!(r.end_turn(false), Answer::Stop(StopReason::Stalled));
+    }
+
+    #[test]
+    fn a_change_ends_the_forcing_phase_and_the_stall_count() {
+        let mut r = rails();
+        r.end_turn(false);
+        r.end_turn(false);
+        assert!(r.forcing());
+        assert_eq!(r.end_turn(true), Answer::Continue);
+        assert!(!r.forcing() && r.offers("read_file"));
+        assert_eq!(r.end_turn(false), Answer::Continue);
+        assert_eq!(
+            r.end_turn(false),
+            Answer::Nudge(Nudge::Forcing { turns: 2, left: 2 })
+        );
+    }
+
+    #[test]
+    fn a_repair_cycle_ends_the_forcing_phase_and_the_stall_count() {
+        let mut r = rails();
+        r.end_turn(false);
+        r.end_turn(false);
+        r.repair();
+        assert!(!r.forcing());
+        assert_eq!(r.end_turn(false), Answer::Continue);
+        assert_eq!(
+            r.end_turn(false),
+            Answer::Nudge(Nudge::Forcing { turns: 2, left: 2 })
+        );
+    }
+
+    #[test]
+    fn nudges_carry_the_loops_messages_and_their_transcript_kind() {
+        let forcing = Nudge::Forcing { turns: 15, left: 3 };
+        assert_eq!(forcing.text(), prompt::forcing(15, 3));
+        assert_eq!(forcing.kind(), NudgeKind::Forcing);
+        assert_eq!(Nudge::NoToolCall { last: false }.text(), prompt::NO_CALL);
+        assert_eq!(
+            Nudge::NoToolCall { last: true }.text(),
+            prompt::NO_CALL_LAST
+        );
+        assert_eq!(
+            Nudge::NoToolCall { last: true }.kind(),
+            NudgeKind::NoToolCall
+        );
+        assert_eq!(Nudge::RepeatedCall.text(), prompt::REPEATED);
+        assert_eq!(Nudge::RepeatedCall.kind(), NudgeKind::RepeatedCall);
+    }
+}
