@@ -251,6 +251,10 @@ pub fn spawn_service(spec: &ServiceSpec) -> Result<Service> {
         cmd.env(k, v);
     }
     // SAFETY: prctl is async-signal-safe and touches nothing of the parent's.
+    #[allow(
+        unsafe_code,
+        reason = "pre_exec is how a service learns to die with vouch (PR_SET_PDEATHSIG)"
+    )]
     unsafe {
         cmd.pre_exec(|| {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);

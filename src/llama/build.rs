@@ -123,7 +123,10 @@ pub fn apt_command(missing: &[Tool]) -> Vec<String> {
 
 fn is_root() -> bool {
     // SAFETY: geteuid only reads the process's effective user id.
-    unsafe { libc::geteuid() == 0 }
+    #[allow(unsafe_code, reason = "libc::geteuid has no safe wrapper in std")]
+    unsafe {
+        libc::geteuid() == 0
+    }
 }
 
 fn spec(argv: Vec<String>, cwd: &Path, log: PathBuf, timeout: Duration) -> process::Spec {

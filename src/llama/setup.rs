@@ -2,7 +2,6 @@
 //! cache's lock (`tests/llama/build.sh` takes the same one). Idempotent: what is ready is only checked.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -41,11 +40,6 @@ pub struct Ready {
 /// The cache's lock, held while it lives.
 struct Lock(#[allow(dead_code)] File);
 
-fn flock(file: &File, flags: libc::c_int) -> bool {
-    // SAFETY: flock only acts on the descriptor, which `file` keeps open.
-    unsafe { libc::flock(file.as_raw_fd(), flags) == 0 }
-}
-
 async fn lock(cache: &Cache, ui: &Ui) -> Result<Lock> {
     let path = cache.lock_file();
     let file = File::options()
@@ -53,23 +47,18 @@ async fn lock(cache: &Cache, ui: &Ui) -> Result<Lock> {
         .append(true)
         .open(&path)
         .with_context(|| format!("open {}", path.display()))?;
-    if flock(&file, libc::LOCK_EX | libc::LOCK_NB) {
+    // `File::try_lock` is flock(2) on Unix, the same lock `tests/llama/build.sh` takes with flock(1).
+    if file.try_lock().is_ok() {
         return Ok(Lock(file));
     }
     ui.line(&format!(
         "  waiting for another setup of {} to finish",
         cache.root.display()
     ));
-    let file = tokio::task::spawn_blocking(move || {
-        if flock(&file, libc::LOCK_EX) {
-            Ok(file)
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
-    })
-    .await
-    .context("wait for the cache lock")?
-    .with_context(|| format!("lock {}", path.display()))?;
+    let file = tokio::task::spawn_blocking(move || file.lock().map(|()| file))
+        .await
+        .context("wait for the cache lock")?
+        .with_context(|| format!("lock {}", path.display()))?;
     Ok(Lock(file))
 }
 
