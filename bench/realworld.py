@@ -221,7 +221,7 @@ def make_head(case, repos, cache):
             with open(pfile, "w") as f:
                 f.write(patch)
             git(work, "apply", "--index", "--whitespace=nowarn", pfile)
-        git(work, "commit", "-q", "--no-verify", "-m", f"realworld case {case['id']}")
+        git(work, "commit", "-q", "--no-verify", "-m", "realworld: synthetic head")
         sha = git(work, "rev-parse", "HEAD")
     finally:
         run(["git", "worktree", "remove", "--force", work], repo, env=GIT_ENV, check=False)
