@@ -317,7 +317,7 @@ def parse_results(lang, text, junit=None):
     """Per-test status (pass/fail/skip) from a selector's output: libtest lines, go test -json, pytest JUnit."""
     res = {}
     if lang == "rust":
-        for m in re.finditer(r"^test (\S+) \.\.\. (ok|FAILED|ignored)", text, re.M):
+        for m in re.finditer(r"^test (\S+)(?: - should panic)?(?: - compile(?: fail)?)? \.\.\. (ok|FAILED|ignored)", text, re.M):
             res[m.group(1)] = {"ok": "pass", "FAILED": "fail", "ignored": "skip"}[m.group(2)]
     elif lang == "go":
         for line in text.splitlines():
