@@ -7,5 +7,6 @@ mod gate_python;
 mod gate_rules;
 mod gate_rust;
 mod hostile;
+mod local_model;
 mod model;
 mod sandbox;
