@@ -252,6 +252,11 @@ impl Fixture {
     }
 
     async fn run(&self, server: &Server, args: &[&str]) -> Run {
+        self.run_at(&server.url, args, self.repo.tmp.path()).await
+    }
+
+    /// `vouch run` against the server at `url`, started in `cwd`.
+    async fn run_at(&self, url: &str, args: &[&str], cwd: &Path) -> Run {
         let mut full: Vec<String> = vec![
             "run".into(),
             "--repo".into(),
@@ -259,7 +264,7 @@ impl Fixture {
             "--task".into(),
             self.task.clone(),
             "--endpoint".into(),
-            server.url.clone(),
+            url.to_string(),
             "--api-key-env".into(),
             KEY_VAR.into(),
             "--author".into(),
@@ -269,12 +274,13 @@ impl Fixture {
         ];
         full.extend(args.iter().map(|s| s.to_string()));
         let tmp = self.repo.tmp.path().to_path_buf();
+        let cwd = cwd.to_path_buf();
         let cache = self.repo.cache.clone();
         let data = self.repo.data();
         tokio::task::spawn_blocking(move || {
             let out = std::process::Command::new(env!("CARGO_BIN_EXE_vouch"))
                 .args(&full)
-                .current_dir(&tmp)
+                .current_dir(&cwd)
                 .env("VOUCH_CACHE", &cache)
                 .env("VOUCH_DATA", &data)
                 .env("XDG_CONFIG_HOME", tmp.join("config"))
@@ -656,6 +662,11 @@ async fn a_key_the_server_reflects_appears_in_no_output_record_file_or_request()
     assert_eq!(run.code, 1, "{}", explain(&run));
     assert_eq!(bodies.len(), 5, "{}", explain(&run));
     assert!(run.stderr.contains("retrying"), "{}", run.stderr);
+    assert!(
+        !run.stderr.contains('\x1b'),
+        "colour off a terminal: {}",
+        run.stderr
+    );
     let ws = f.keyed("workspaces", "reflect");
     let notes = std::fs::read_to_string(ws.join("notes.txt")).unwrap();
     assert_eq!(notes, "key <redacted> and <redacted>\n");
@@ -760,4 +771,106 @@ async fn a_branch_moved_off_its_recorded_base_is_not_resumed() {
         resumed.stderr
     );
     assert!(bodies.is_empty());
+}
+
+/// Run from inside the user's checkout (the usual way), vouch leaves its `git status` as it was; against a
+/// dead endpoint it makes no worktree and no branch at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_users_checkout_stays_as_it_was_and_a_dead_endpoint_leaves_nothing() {
+    let f = Fixture::new("inside");
+    let before = f.state();
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let run = f.run_at(&dead, &[], &f.repo.dir).await;
+    assert_eq!(run.code, 3, "{}", explain(&run));
+    assert!(
+        run.stderr.contains("no worktree or branch was made"),
+        "{}",
+        explain(&run)
+    );
+    assert_eq!(f.repo.git(&["branch", "--list", "vouch/*"]), "");
+    assert!(!f.keyed("workspaces", "inside").exists());
+    assert_eq!(f.report("inside")["status"], "error");
+
+    let server = Server::start(vec![
+        call(
+            1,
+            "write_file",
+            json!({"path": "notes.txt", "content": "n\n"}),
+        ),
+        call(2, "submit", json!({"verdict": "NO-GO", "summary": "no"})),
+    ])
+    .await;
+    let run = f.run_at(&server.url, &[], &f.repo.dir).await;
+    server.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    assert_eq!(f.repo.git(&["status", "--porcelain", "--ignored"]), "");
+    assert!(f.keyed("workspaces", "inside").join("notes.txt").is_file());
+    f.assert_untouched(&before);
+}
+
+/// `-q` leaves only errors on stderr: a retried request's warning is not printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quiet_prints_no_warnings() {
+    let f = Fixture::new("quiet");
+    let server = Server::start(vec![
+        Answer::Body(json!({"error": {"code": 503, "message": "busy"}})),
+        call(1, "submit", json!({"verdict": "NO-GO", "summary": "no"})),
+    ])
+    .await;
+    let run = f.run(&server, &["-q"]).await;
+    assert_eq!(server.finish().len(), 2);
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    assert!(
+        !run.stderr.contains("retrying") && !run.stderr.contains("WARN"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A call too large to run is answered, not run, and the records keep its size and hash, not its bytes; a
+/// call whose arguments are not JSON, among others, gets its own error result and the others theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_and_unreadable_calls_are_answered_each_under_its_own_id() {
+    let f = Fixture::new("sizes");
+    let huge = "x".repeat(3 * 1024 * 1024);
+    let raw = |id: &str, name: &str, args: &str| json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}});
+    let server = Server::start(vec![
+        call(1, "write_file", json!({"path": "big.txt", "content": huge})),
+        Answer::Body(json!({
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": "",
+                "tool_calls": [
+                    raw("r1", "read_file", "{\"path\": \"calc.py\"}"),
+                    raw("r2", "write_file", "{\"path\": \"x.txt\", \"content\": "),
+                    raw("r3", "read_file", "{\"path\": \"test_sub.py\"}"),
+                ],
+            }}],
+        })),
+        call(3, "submit", json!({"verdict": "NO-GO", "summary": "no"})),
+    ])
+    .await;
+    let run = f.run(&server, &[]).await;
+    let bodies = server.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let got = results(&bodies[1]);
+    assert!(
+        got["call_1_0"].contains("larger than"),
+        "{}",
+        got["call_1_0"]
+    );
+    let got = results(&bodies[2]);
+    assert!(got["r1"].contains("return a - b"), "{}", got["r1"]);
+    assert!(got["r2"].contains("not valid JSON"), "{}", got["r2"]);
+    assert!(got["r3"].contains("test_nothing"), "{}", got["r3"]);
+    let ws = f.keyed("workspaces", "sizes");
+    assert!(!ws.join("big.txt").exists() && !ws.join("x.txt").exists());
+    let transcript = f.keyed("runs", "sizes").join("transcript.jsonl");
+    let size = std::fs::metadata(&transcript).unwrap().len();
+    assert!(size < 512 * 1024, "the transcript is {size} bytes");
+    assert!(std::fs::read_to_string(&transcript)
+        .unwrap()
+        .contains("sha256"));
 }
