@@ -33,6 +33,8 @@ enum Answer {
     Sse(Vec<Value>),
     /// A 503 to be retried at once: the server is gone.
     Dead,
+    /// This status with this JSON body.
+    Status(u16, Value),
 }
 
 #[derive(Clone, Default)]
@@ -120,6 +122,11 @@ async fn serve(State(script): State<Script>, req: Request) -> Response {
             .status(503)
             .header("retry-after", "0")
             .body(Body::from("gone"))
+            .unwrap(),
+        Answer::Status(code, v) => Response::builder()
+            .status(code)
+            .header("content-type", "application/json")
+            .body(Body::from(reflect(&v)))
             .unwrap(),
         Answer::Body(v) => Response::builder()
             .status(200)
@@ -861,6 +868,8 @@ async fn oversized_and_unreadable_calls_are_answered_each_under_its_own_id() {
         "{}",
         got["call_1_0"]
     );
+    // Nor do its bytes go back to the server.
+    assert!(bodies[1].len() < 256 * 1024, "{} bytes", bodies[1].len());
     let got = results(&bodies[2]);
     assert!(got["r1"].contains("return a - b"), "{}", got["r1"]);
     assert!(got["r2"].contains("not valid JSON"), "{}", got["r2"]);
@@ -873,4 +882,67 @@ async fn oversized_and_unreadable_calls_are_answered_each_under_its_own_id() {
     assert!(std::fs::read_to_string(&transcript)
         .unwrap()
         .contains("sha256"));
+}
+
+/// A run that stopped because its prompt overflowed the context is resumed: old tool outputs are elided
+/// before the request goes out again, and the run says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_context_overflow_is_resumed_by_eliding_old_outputs_first() {
+    let f = Fixture::new("overflow");
+    let big: String = (0..300)
+        .map(|i| format!("line {i} of filler text\n"))
+        .collect();
+    let server = Server::start(vec![
+        call(1, "write_file", json!({"path": "big.txt", "content": big})),
+        call(2, "read_file", json!({"path": "big.txt"})),
+        Answer::Status(
+            500,
+            json!({"error": {"message": "the request exceeds the available context size"}}),
+        ),
+    ])
+    .await;
+    let run = f.run(&server, &["--context", "4000"]).await;
+    server.finish();
+    assert_eq!(run.code, 3, "{}", explain(&run));
+    let server = Server::start(vec![call(
+        3,
+        "submit",
+        json!({"verdict": "NO-GO", "summary": "no"}),
+    )])
+    .await;
+    let resumed = f.run(&server, &["--context", "4000", "--resume"]).await;
+    let bodies = server.finish();
+    assert_eq!(resumed.code, 1, "{}", explain(&resumed));
+    assert!(resumed.stderr.contains("eliding"), "{}", resumed.stderr);
+    let got = results(&bodies[0]);
+    assert!(
+        got["call_2_0"].starts_with("[output of ") && got["call_2_0"].contains(" elided "),
+        "{}",
+        got["call_2_0"]
+    );
+}
+
+/// `--wall-time` stops a `run_tests` call whose tests would run for minutes, and the run with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wall_time_stops_a_run_tests_call_that_would_run_for_minutes() {
+    let f = Fixture::new("slowtests");
+    let server = Server::start(vec![
+        call(
+            1,
+            "write_file",
+            json!({"path": "test_slow.py", "content": "import time\n\n\ndef test_slow():\n    time.sleep(300)\n"}),
+        ),
+        call(2, "run_tests", json!({})),
+    ])
+    .await;
+    let started = std::time::Instant::now();
+    let run = f.run(&server, &["--wall-time", "6s"]).await;
+    server.finish();
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    assert_eq!(f.report("slowtests")["stop_reason"], "wall-time");
 }
