@@ -946,3 +946,30 @@ async fn the_wall_time_stops_a_run_tests_call_that_would_run_for_minutes() {
     assert_eq!(run.code, 1, "{}", explain(&run));
     assert_eq!(f.report("slowtests")["stop_reason"], "wall-time");
 }
+
+/// A passing Rust test that writes bytes that are not UTF-8 to the real stdout (past libtest's capture) is
+/// read lossily: its results are all there, and the change passes.
+#[test]
+fn a_test_printing_bytes_that_are_not_utf8_still_has_its_results_read() {
+    let lib = "pub fn abs(x: i64) -> i64 {\n    if x < 0 {\n        x\n    } else {\n        x\n    }\n}\n";
+    let repo = Repo::with_files(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+        ),
+        (".gitignore", "/target\n"),
+        ("src/lib.rs", lib),
+    ]);
+    repo.write(
+        "src/lib.rs",
+        &lib.replacen("        x\n", "        -x\n", 1),
+    );
+    repo.write(
+        "tests/abs.rs",
+        "use std::io::Write;\n\n#[test]\nfn abs_of_negative_is_positive() {\n    let mut out = std::io::stdout();\n    out.write_all(b\"\\xff\\xfe\\n\").unwrap();\n    assert_eq!(calc::abs(-3), 3);\n}\n",
+    );
+    repo.commit("fix abs, with a noisy test");
+    let g = repo.gate(&["--base", "HEAD~1", "--sandbox", "require"]);
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    assert_eq!(g.step("test")["tests"]["passed"], 1, "{}", g.explain());
+}
