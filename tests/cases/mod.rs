@@ -7,4 +7,5 @@ mod gate_python;
 mod gate_rules;
 mod gate_rust;
 mod model;
+mod rooms;
 mod sandbox;
