@@ -128,13 +128,7 @@ pub fn prepare(opts: &Options) -> Result<Prepared> {
     })?;
     let repo = crate::git::open(&opts.repo)?;
     let head = crate::git::resolve(&repo, &opts.head)?;
-    let (base, base_label) = match &opts.base {
-        Some(rev) => (crate::git::resolve(&repo, rev)?, rev.clone()),
-        None => {
-            let (base, branch) = crate::git::default_base(&repo, head)?;
-            (base, format!("merge-base with {branch}"))
-        }
-    };
+    let (base, base_label) = base_of(&repo, opts, head)?;
     if base == head {
         return Err(VouchError::usage_hint(
             format!("base and head are the same commit ({head}): there is no change to judge"),
@@ -192,6 +186,50 @@ pub fn prepare(opts: &Options) -> Result<Prepared> {
         mixed,
         sandbox,
     })
+}
+
+/// Base as given (`--base`), else the merge base of head with the default branch; and how it was chosen.
+fn base_of(repo: &Repository, opts: &Options, head: Oid) -> Result<(Oid, String)> {
+    match &opts.base {
+        Some(rev) => Ok((crate::git::resolve(repo, rev)?, rev.clone())),
+        None => {
+            let (base, branch) = crate::git::default_base(repo, head)?;
+            Ok((base, format!("merge-base with {branch}")))
+        }
+    }
+}
+
+/// The revisions as far as they resolve, for the report of a gate that could not judge (a bad revision, a
+/// missing tool): a revision that does not resolve keeps what the user asked for and an empty sha.
+pub fn known_revisions(opts: &Options) -> (Rev, Rev) {
+    let mut base = Rev {
+        rev: opts
+            .base
+            .clone()
+            .unwrap_or_else(|| "merge-base with the default branch".into()),
+        sha: String::new(),
+    };
+    let mut head = Rev {
+        rev: opts.head.clone(),
+        sha: String::new(),
+    };
+    let Ok(repo) = crate::git::open(&opts.repo) else {
+        return (base, head);
+    };
+    if let Ok(head_id) = crate::git::resolve(&repo, &opts.head) {
+        head.sha = head_id.to_string();
+        if let Ok((base_id, label)) = base_of(&repo, opts, head_id) {
+            base = Rev {
+                rev: label,
+                sha: base_id.to_string(),
+            };
+        }
+    } else if let Some(rev) = &opts.base {
+        if let Ok(base_id) = crate::git::resolve(&repo, rev) {
+            base.sha = base_id.to_string();
+        }
+    }
+    (base, head)
 }
 
 /// The profile that judges the change and where it came from: `--profile`, else the repository's own as of
