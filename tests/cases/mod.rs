@@ -7,5 +7,6 @@ mod gate_python;
 mod gate_rules;
 mod gate_rust;
 mod model;
+mod reports;
 mod rooms;
 mod sandbox;

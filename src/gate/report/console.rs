@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use crate::gate::outcome::{ClaimOutcome, Verdict};
 use crate::gate::report::limits::{
-    clip, clip_lines, first_n, summarise, CONSOLE_ID, CONSOLE_ITEMS, CONSOLE_LINE,
+    clip, clip_lines, first_n, summarise, CONSOLE_ID, CONSOLE_ITEMS, CONSOLE_LINE, CONSOLE_NOTES,
     CONSOLE_REASON_LINES,
 };
 use crate::gate::report::Report;
@@ -44,20 +44,34 @@ impl Report {
                 ))
             );
         }
-        for n in &self.notes {
+        for n in self.notes.iter().take(CONSOLE_NOTES) {
             let _ = writeln!(
                 s,
                 "  note: {}",
                 clip_lines(n, CONSOLE_LINE - 8, CONSOLE_REASON_LINES).replace('\n', "\n    ")
             );
         }
-        for (r, subjects) in self.reasons_with_subjects() {
+        if self.notes.len() > CONSOLE_NOTES {
+            let _ = writeln!(
+                s,
+                "  note: … and {} more notes (the JSON report has them all)",
+                self.notes.len() - CONSOLE_NOTES
+            );
+        }
+        for (r, subjects) in self.reasons_with_subjects().take(CONSOLE_NOTES) {
             let text = if r.contains('\n') {
                 clip_lines(r, CONSOLE_LINE - 4, CONSOLE_REASON_LINES)
             } else {
                 summarise(r, subjects, CONSOLE_LINE - 4)
             };
             let _ = writeln!(s, "  ✗ {}", text.replace('\n', "\n    "));
+        }
+        if self.reasons.len() > CONSOLE_NOTES {
+            let _ = writeln!(
+                s,
+                "  ✗ … and {} more reasons (the JSON report has them all)",
+                self.reasons.len() - CONSOLE_NOTES
+            );
         }
         let claim = match (self.claimed, self.claim) {
             (Some(c), Some(o)) => format!(

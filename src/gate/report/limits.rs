@@ -14,6 +14,8 @@ pub const MARKDOWN_LIMIT: usize = 60_000;
 pub const CONSOLE_LINE: usize = 300;
 /// The most lines of one reason on the console.
 pub const CONSOLE_REASON_LINES: usize = 8;
+/// How many notes, and how many reasons, the console shows.
+pub const CONSOLE_NOTES: usize = 10;
 /// How many items of a list the console shows, and the most characters of each.
 pub const CONSOLE_ITEMS: usize = 4;
 pub const CONSOLE_ID: usize = 50;

@@ -239,7 +239,93 @@ fn bite_markdown(bite: &BiteReport) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use crate::gate::outcome::{Finding, Rule, StepStatus};
+    use crate::gate::report::limits::{CONSOLE_LINE, MARKDOWN_LIMIT};
     use crate::gate::report::tests::sample;
+    use crate::gate::report::Report;
+
+    /// The sample with 3,000 new failures named in its reason, a 1 MB log tail and 200 failed steps.
+    fn huge() -> Report {
+        let mut r = sample();
+        let ids: Vec<String> = (0..3000)
+            .map(|i| format!("tests/test_many.py::test_case_number_{i}"))
+            .collect();
+        r.tests.new_failures = ids.clone();
+        r.tests.preexisting_failures = ids.iter().map(|i| format!("{i}_old")).collect();
+        r.tests.flaky = ids.iter().map(|i| format!("{i}_flaky")).collect();
+        r.steps[2].log_tail = format!("{}\nEND", "x".repeat(1 << 20));
+        let failed = r.steps[2].clone();
+        r.steps.extend((0..200).map(|i| {
+            let mut st = failed.clone();
+            st.name = format!("step {i}");
+            st.status = StepStatus::Fail;
+            st
+        }));
+        r.notes = (0..100)
+            .map(|i| format!("note {i}: {}", "n".repeat(5000)))
+            .collect();
+        r.set_findings(vec![Finding::new(
+            Rule::NewTestFailures,
+            format!(
+                "new test failures (passing or absent at base): {}",
+                ids.join("; ")
+            ),
+        )
+        .subjects(ids)]);
+        r
+    }
+
+    #[test]
+    fn a_report_of_3000_failing_tests_and_a_megabyte_log_fits_a_pull_request_body() {
+        let r = huge();
+        let md = r.markdown();
+        assert!(
+            md.chars().count() <= MARKDOWN_LIMIT,
+            "{}",
+            md.chars().count()
+        );
+        assert!(
+            md.contains("`tests/test_many.py::test_case_number_0`"),
+            "{md}"
+        );
+        assert!(md.contains(" and 2980 more"), "{md}");
+        assert!(md.contains("… and 2"), "{md}");
+        assert!(md.contains("END\n```"), "the end of the log tail is kept");
+        assert_eq!(
+            md.matches("```").count() % 2,
+            0,
+            "every code block is closed"
+        );
+        assert_eq!(
+            md.matches("<details>").count(),
+            md.matches("</details>").count()
+        );
+        // The JSON keeps everything.
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(
+            json["tests"]["new_failures"].as_array().unwrap().len(),
+            3000
+        );
+        assert!(json["steps"][2]["log_tail"].as_str().unwrap().len() > 1 << 20);
+    }
+
+    #[test]
+    fn the_console_summary_of_3000_failing_tests_has_short_lines() {
+        let summary = huge().console_summary();
+        for line in summary.lines() {
+            assert!(line.chars().count() <= CONSOLE_LINE, "{line}");
+        }
+        assert!(
+            summary.contains("tests/test_many.py::test_case_number_0"),
+            "{summary}"
+        );
+        assert!(summary.contains("more"), "{summary}");
+        assert!(
+            summary.chars().count() < 100 * CONSOLE_LINE,
+            "{}",
+            summary.len()
+        );
+    }
 
     #[test]
     fn the_markdown_has_the_verdict_reasons_steps_tests_and_failed_output() {
