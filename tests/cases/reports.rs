@@ -192,7 +192,7 @@ fn three_thousand_failing_tests_fit_a_pull_request_body_and_short_console_lines(
     let repo = project();
     repo.write(
         "tests/test_many.py",
-        "import pytest\n\nfrom calc import add\n\n\n@pytest.mark.parametrize(\"i\", range(3000))\ndef test_adding_one_to_a_number_gives_its_successor(i):\n    print(\"x\" * 20000)\n    assert add(i, 1) == i + 2\n",
+        "import pytest\n\nfrom calc import add\n\n\n@pytest.mark.parametrize(\"i\", range(3000))\ndef test_adding_one_to_a_number_gives_its_successor(i):\n    print(\"x\" * 300)\n    assert add(i, 1) == i + 2\n",
     );
     repo.commit("3000 failing tests");
     let fast = profile(&repo, "fast.toml", "");
