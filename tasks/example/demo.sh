@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The quick start: build vouch, make the example repository under workspaces/example-repo, and gate two changes:
-# a real fix with a regression test (PASS), and a change that claims GO but breaks a test (FAIL, claim overturned).
+# The gate demo: build vouch, make a copy of the example repository under workspaces/demo-repo, and gate two
+# changes: a real fix with a regression test (PASS), and a change that claims GO but breaks a test (FAIL, claim
+# overturned). It leaves workspaces/example-repo and the agent's workspaces/example alone.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1
@@ -8,7 +9,7 @@ export GIT_AUTHOR_NAME="vouch example" GIT_AUTHOR_EMAIL="example@vouch.invalid"
 export GIT_COMMITTER_NAME="vouch example" GIT_COMMITTER_EMAIL="example@vouch.invalid"
 
 echo "== building vouch (release)"
-cargo build --release --quiet
+cargo build --release
 vouch="$PWD/target/release/vouch"
 reports="$PWD/workspaces/example-reports"
 
@@ -20,11 +21,11 @@ replace_body() {
   mv src/lib.rs.new src/lib.rs
 }
 
-echo "== creating workspaces/example-repo from tasks/example/repo"
+echo "== creating workspaces/demo-repo from tasks/example/repo"
 rm -rf "$reports"
 mkdir -p "$reports"
-bash tasks/example/make-repo.sh
-cd workspaces/example-repo
+bash tasks/example/make-repo.sh workspaces/demo-repo
+cd workspaces/demo-repo
 
 echo "== change 1: a real fix with a regression test"
 git switch -q -c fix/word-count
