@@ -9,6 +9,11 @@
 //! resetting a room rewrites only the files that differ and deletes everything untracked or ignored except the
 //! profile's `preserve` paths, so the tree is exact while incremental build caches keep working. `--fresh-rooms`
 //! uses a temporary directory instead; `--keep` puts rooms under `workspaces/` and leaves them there.
+//!
+//! A reused room is never trusted blindly: when it does not hold together (its HEAD names a commit the
+//! repository no longer has because the repository was re-created at the same path, objects are missing, the
+//! index or HEAD was left half-written by a crash, its git directory points elsewhere), preparing it fails, and
+//! the room is wiped and built again from nothing. Only a failure of the fresh room is an error.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -31,6 +36,8 @@ pub enum Placement {
 pub struct Room {
     dir: PathBuf,
     commit: Oid,
+    /// What the room holds, kept to build it again when a reset finds it inconsistent.
+    target: Target,
     preserve: Vec<String>,
     _lock: Option<File>,
     _temp: Option<tempfile::TempDir>,
@@ -83,21 +90,15 @@ impl Room {
                 (dir, None, None)
             }
         };
-        let commit = match target {
-            Target::Commit(commit) => commit,
-            Target::Overlay { base, files } => {
-                let repo = init_repo(&dir, objects)?;
-                synthetic_commit(&repo, base, &files)?
-            }
-        };
-        let room = Room {
+        let mut room = Room {
             dir,
-            commit,
+            commit: Oid::zero(),
+            target,
             preserve: preserve.to_vec(),
             _lock: lock,
             _temp: temp,
         };
-        room.reset(objects)?;
+        room.commit = room.reset(objects)?;
         Ok(room)
     }
 
@@ -113,20 +114,66 @@ impl Room {
         Repository::open(&self.dir).with_context(|| format!("open room {}", self.dir.display()))
     }
 
-    /// Makes the room hold exactly the commit's tree (plus preserved paths).
-    fn reset(&self, objects: &Path) -> Result<()> {
+    /// Makes the room hold exactly the commit's tree (plus preserved paths); a room that does not hold
+    /// together is wiped and built again.
+    /// Returns the commit it holds (an overlay's is the same every time: its signature and time are fixed).
+    fn reset(&self, objects: &Path) -> Result<Oid> {
+        let first = match self.try_reset(objects) {
+            Ok(commit) => return Ok(commit),
+            Err(e) => e,
+        };
+        tracing::info!(
+            "room {} is inconsistent ({first:#}); building it again",
+            self.dir.display()
+        );
+        self.wipe()?;
+        self.try_reset(objects).with_context(|| {
+            format!(
+                "build room {} again (it was inconsistent: {first:#})",
+                self.dir.display()
+            )
+        })
+    }
+
+    /// One attempt at [`Room::reset`]: the room's repository linked to the user's objects, its commit (an
+    /// overlay's written to the room's own store), and the commit checked out.
+    fn try_reset(&self, objects: &Path) -> Result<Oid> {
         let repo = init_repo(&self.dir, objects)?;
+        check_consistent(&repo, &self.dir)?;
+        let id = match &self.target {
+            Target::Commit(commit) => *commit,
+            Target::Overlay { base, files } => synthetic_commit(&repo, *base, files)?,
+        };
         let commit = repo
-            .find_commit(self.commit)
-            .with_context(|| format!("commit {} is not in the repository", self.commit))?;
+            .find_commit(id)
+            .with_context(|| format!("commit {id} is not in the repository"))?;
         // Check out first, then move HEAD: the old HEAD is the baseline, so files it had and the commit
         // lacks are removed, and files equal in both are not rewritten (their mtimes stay, builds stay warm).
         let mut co = CheckoutBuilder::new();
         co.force();
         repo.checkout_tree(commit.as_object(), Some(&mut co))
-            .with_context(|| format!("check out {} in {}", self.commit, self.dir.display()))?;
-        repo.set_head_detached(self.commit)?;
-        self.remove_strays(&repo)
+            .with_context(|| format!("check out {id} in {}", self.dir.display()))?;
+        repo.set_head_detached(id)?;
+        self.remove_strays(&repo)?;
+        Ok(id)
+    }
+
+    /// Empties the room's directory, its repository included (the lock file lives beside it).
+    fn wipe(&self) -> Result<()> {
+        let entries = std::fs::read_dir(&self.dir)
+            .with_context(|| format!("read room {}", self.dir.display()))?;
+        for entry in entries {
+            let path = entry
+                .with_context(|| format!("read room {}", self.dir.display()))?
+                .path();
+            let res = match std::fs::symlink_metadata(&path) {
+                Ok(m) if m.is_dir() => std::fs::remove_dir_all(&path),
+                Ok(_) => std::fs::remove_file(&path),
+                Err(_) => continue,
+            };
+            res.with_context(|| format!("remove {}", path.display()))?;
+        }
+        Ok(())
     }
 
     /// Deletes untracked and ignored files, except preserved top-level paths.
@@ -210,7 +257,7 @@ impl Room {
 
     /// Puts the tree back to the commit (after a step that writes, like a code generator).
     pub fn restore(&self, objects: &Path) -> Result<()> {
-        self.reset(objects)
+        self.reset(objects).map(|_| ())
     }
 }
 
@@ -252,6 +299,37 @@ fn init_repo(dir: &Path, objects: &Path) -> Result<Repository> {
     }
     // Reopen so libgit2 sees the alternates.
     Repository::open(dir).with_context(|| format!("open room {}", dir.display()))
+}
+
+/// Checks what a reused room could get wrong before anything is checked out: its repository is the room's
+/// own (not bare, its work tree the room), and its HEAD is unborn or names a commit whose tree is there.
+fn check_consistent(repo: &Repository, dir: &Path) -> Result<()> {
+    let workdir = repo
+        .workdir()
+        .and_then(|w| w.canonicalize().ok())
+        .context("the room's repository has no work tree")?;
+    let dir = dir
+        .canonicalize()
+        .with_context(|| format!("find room {}", dir.display()))?;
+    anyhow::ensure!(
+        workdir == dir,
+        "the room's repository works in {}",
+        workdir.display()
+    );
+    match repo.head() {
+        Ok(head) => {
+            let commit = head
+                .peel_to_commit()
+                .context("the room's HEAD does not name a commit of the repository")?;
+            commit
+                .tree()
+                .context("the tree of the room's HEAD is missing")?;
+        }
+        Err(e) if e.code() == git2::ErrorCode::UnbornBranch => {}
+        Err(e) => return Err(anyhow::Error::new(e).context("read the room's HEAD")),
+    }
+    repo.index().context("read the room's index")?;
+    Ok(())
 }
 
 /// Writes base's tree with the overlay applied, and a commit of it, into the room's object store.
@@ -312,4 +390,143 @@ fn tempdir() -> Result<tempfile::TempDir> {
         .prefix("vouch-room-")
         .tempdir()
         .context("create a temporary room")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A user's repository with one commit per entry of `contents` (each the whole text of `a.txt`), in order.
+    fn user_repo(dir: &Path, contents: &[&str]) -> (Repository, Vec<Oid>) {
+        let repo = Repository::init(dir).unwrap();
+        let sig = git2::Signature::new("t", "t@example.com", &git2::Time::new(0, 0)).unwrap();
+        let mut ids: Vec<Oid> = Vec::new();
+        for text in contents {
+            let blob = repo.blob(text.as_bytes()).unwrap();
+            let mut tb = repo.treebuilder(None).unwrap();
+            tb.insert("a.txt", blob, 0o100644).unwrap();
+            let tree = repo.find_tree(tb.write().unwrap()).unwrap();
+            let parent = ids.last().map(|id| repo.find_commit(*id).unwrap());
+            let parents: Vec<&git2::Commit> = parent.iter().collect();
+            ids.push(
+                repo.commit(None, &sig, &sig, text, &tree, &parents)
+                    .unwrap(),
+            );
+        }
+        (repo, ids)
+    }
+
+    fn open(objects: &Path, commit: Oid, dir: &Path) -> Result<Room> {
+        Room::open(
+            objects,
+            Target::Commit(commit),
+            Placement::Cached(dir.to_path_buf()),
+            &[],
+        )
+    }
+
+    fn text(room: &Room) -> String {
+        std::fs::read_to_string(room.dir().join("a.txt")).unwrap()
+    }
+
+    #[test]
+    fn a_cached_room_is_reset_to_the_next_commit_and_strays_go() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (repo, ids) = user_repo(&tmp.path().join("user"), &["one", "two"]);
+        let objects = repo.path().join("objects");
+        let dir = tmp.path().join("rooms/head");
+        let room = open(&objects, ids[0], &dir).unwrap();
+        assert_eq!(text(&room), "one");
+        std::fs::write(dir.join("stray"), "x").unwrap();
+        drop(room);
+        let room = open(&objects, ids[1], &dir).unwrap();
+        assert_eq!((text(&room), room.commit()), ("two".to_owned(), ids[1]));
+        assert!(!dir.join("stray").exists());
+    }
+
+    #[test]
+    fn a_room_whose_head_is_gone_from_a_recreated_repository_is_rebuilt() {
+        let tmp = tempfile::tempdir().unwrap();
+        let user = tmp.path().join("user");
+        let (repo, ids) = user_repo(&user, &["one", "two"]);
+        let dir = tmp.path().join("rooms/head");
+        drop(open(&repo.path().join("objects"), ids[1], &dir).unwrap());
+        drop(repo);
+        std::fs::remove_dir_all(&user).unwrap();
+        let (repo, ids) = user_repo(&user, &["other", "history"]);
+        let room = open(&repo.path().join("objects"), ids[1], &dir).unwrap();
+        assert_eq!(text(&room), "history");
+    }
+
+    #[test]
+    fn a_room_linked_to_other_objects_or_half_written_is_rebuilt() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (repo, ids) = user_repo(&tmp.path().join("user"), &["one", "two"]);
+        let (other, other_ids) = user_repo(&tmp.path().join("other"), &["elsewhere"]);
+        let objects = repo.path().join("objects");
+        let dir = tmp.path().join("rooms/head");
+        // A room that last held a commit of another repository (its alternates point there).
+        drop(open(&other.path().join("objects"), other_ids[0], &dir).unwrap());
+        let room = open(&objects, ids[0], &dir).unwrap();
+        assert_eq!(text(&room), "one");
+        drop(room);
+        // A crash left HEAD and the index half-written.
+        std::fs::write(dir.join(".git/HEAD"), "").unwrap();
+        std::fs::write(dir.join(".git/index"), "DIRC").unwrap();
+        let room = open(&objects, ids[1], &dir).unwrap();
+        assert_eq!(text(&room), "two");
+        drop(room);
+        // A crash before the repository was made: files, and no .git.
+        std::fs::remove_dir_all(dir.join(".git")).unwrap();
+        std::fs::write(dir.join("a.txt"), "half").unwrap();
+        let room = open(&objects, ids[0], &dir).unwrap();
+        assert_eq!(text(&room), "one");
+    }
+
+    #[test]
+    fn a_room_whose_repository_works_elsewhere_is_rebuilt() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (repo, ids) = user_repo(&tmp.path().join("user"), &["one"]);
+        let objects = repo.path().join("objects");
+        let dir = tmp.path().join("rooms/head");
+        drop(open(&objects, ids[0], &dir).unwrap());
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        let room_repo = Repository::open(&dir).unwrap();
+        room_repo
+            .config()
+            .unwrap()
+            .set_str("core.worktree", elsewhere.to_str().unwrap())
+            .unwrap();
+        drop(room_repo);
+        let room = open(&objects, ids[0], &dir).unwrap();
+        assert_eq!(text(&room), "one");
+        assert!(!elsewhere.join("a.txt").exists());
+    }
+
+    #[test]
+    fn an_overlay_room_gives_the_same_commit_after_a_rebuild() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (repo, ids) = user_repo(&tmp.path().join("user"), &["one"]);
+        let objects = repo.path().join("objects");
+        let dir = tmp.path().join("rooms/bite");
+        let overlay = || Target::Overlay {
+            base: ids[0],
+            files: vec![(
+                "b.txt".to_owned(),
+                Some(OverlayFile {
+                    content: b"new".to_vec(),
+                    executable: false,
+                }),
+            )],
+        };
+        let placement = Placement::Cached(dir.clone());
+        let first = Room::open(&objects, overlay(), placement.clone(), &[]).unwrap();
+        let commit = first.commit();
+        drop(first);
+        std::fs::write(dir.join(".git/HEAD"), "garbage").unwrap();
+        let room = Room::open(&objects, overlay(), placement, &[]).unwrap();
+        assert_eq!(room.commit(), commit);
+        assert_eq!(std::fs::read_to_string(dir.join("b.txt")).unwrap(), "new");
+    }
 }

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::gate::report::limits::{clip_lines, CONSOLE_LINE};
+
 /// Progress display shared by the steps of one gate run.
 #[derive(Clone)]
 pub struct Ui {
@@ -32,7 +34,7 @@ impl Ui {
             ProgressStyle::with_template("  {spinner} {msg} {elapsed}")
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
-        pb.set_message(label.to_owned());
+        pb.set_message(clip_lines(label, CONSOLE_LINE, 1));
         pb.enable_steady_tick(Duration::from_millis(120));
         pb
     }
@@ -64,9 +66,11 @@ impl Ui {
         !self.quiet && !self.multi.is_hidden()
     }
 
-    /// Prints a line above any spinners.
+    /// Prints a line above any spinners, each of its lines clipped to [`CONSOLE_LINE`] characters (a note
+    /// naming hundreds of tests shows their start; the JSON report has all of it).
     pub fn line(&self, line: &str) {
         if !self.quiet {
+            let line = clip_lines(line, CONSOLE_LINE, usize::MAX);
             self.multi.suspend(|| eprintln!("{line}"));
         }
     }

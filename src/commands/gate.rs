@@ -1,28 +1,60 @@
 //! `vouch gate`: runs the gate on the command runtime, handles Ctrl-C and the gate timeout, writes the reports.
+//!
+//! The reports are written whatever happens once the flags are parsed: a gate that cannot judge (a missing
+//! tool, a bad revision or profile, a room that cannot be made, the gate's timeout, Ctrl-C) writes them with
+//! verdict `error` and the reason, then exits with the error's code.
+
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
 use crate::cli::GateArgs;
-use crate::error::{VouchError, EXIT_FAIL, EXIT_INFRA, EXIT_PASS};
-use crate::gate::outcome::Verdict;
-use crate::gate::report::Report;
+use crate::error::{
+    exit_code_of, hint_of, VouchError, EXIT_FAIL, EXIT_INFRA, EXIT_INTERRUPTED, EXIT_PASS,
+    EXIT_USAGE,
+};
+use crate::gate::outcome::{Finding, Rule, Verdict};
+use crate::gate::report::{ProfileInfo, Report, SandboxInfo};
 use crate::gate::{self, Options};
 use crate::ui::Ui;
 
 use super::{output, runtime, write_file};
 
 pub fn run(args: GateArgs) -> Result<i32> {
+    let started = Instant::now();
+    let opts = options(&args);
+    match judge(&args, &opts) {
+        Ok(report) => {
+            write_reports(&args, &report)?;
+            if !args.quiet {
+                let mut err = output::stderr();
+                err.print(&report.console_summary())?;
+                err.finish()?;
+            }
+            Ok(exit_code(&report))
+        }
+        Err(err) => {
+            let report = error_report(&opts, &err, started.elapsed());
+            if let Err(write) = write_reports(&args, &report) {
+                tracing::warn!("{write:#}");
+            }
+            Err(err)
+        }
+    }
+}
+
+/// The gate's report: the gate run on the command runtime, within `--timeout`.
+fn judge(args: &GateArgs, opts: &Options) -> Result<Report> {
     let timeout = args
         .timeout
         .as_deref()
         .map(gate::profile::parse_duration)
         .transpose()
         .map_err(|e| VouchError::usage(format!("bad --timeout: {e:#}")))?;
-    let opts = options(&args);
     let ui = Ui::new(args.quiet);
     // The runtime (and with it every room and child process group) is gone before we report.
-    let report = runtime::block_on(|cancel| async move {
-        let work = gate::run(&opts, &ui, &cancel);
+    runtime::block_on(|cancel| async move {
+        let work = gate::run(opts, &ui, &cancel);
         match timeout {
             Some(limit) => match tokio::time::timeout(limit, work).await {
                 Ok(r) => r,
@@ -40,22 +72,74 @@ pub fn run(args: GateArgs) -> Result<i32> {
                 runtime::unless_interrupted(&cancel, r)
             }
         }
-    })?;
+    })
+}
+
+/// Writes every report asked for; the first failure is returned after trying them all.
+fn write_reports(args: &GateArgs, report: &Report) -> Result<()> {
+    let mut first = None;
+    let mut keep = |r: Result<()>| {
+        if let Err(e) = r {
+            first.get_or_insert(e);
+        }
+    };
     if let Some(path) = &args.json {
-        write_file(path, &serde_json::to_string_pretty(&report)?)?;
+        keep(
+            serde_json::to_string_pretty(report)
+                .map_err(Into::into)
+                .and_then(|text| write_file(path, &text)),
+        );
     }
     if let Some(path) = &args.markdown {
-        write_file(path, &report.markdown())?;
+        keep(write_file(path, &report.markdown()));
     }
     if let Some(path) = &args.junit {
-        write_file(path, &report.junit()?)?;
+        keep(report.junit().and_then(|xml| write_file(path, &xml)));
     }
-    if !args.quiet {
-        let mut err = output::stderr();
-        err.print(&report.console_summary())?;
-        err.finish()?;
+    first.map_or(Ok(()), Err)
+}
+
+/// The report of a gate that could not judge: verdict `error`, a finding of the error's kind with its
+/// message, its hint as a note, and what the repository still tells (revisions, profile, the change).
+fn error_report(opts: &Options, err: &anyhow::Error, elapsed: Duration) -> Report {
+    let finding = Finding::new(error_rule(err), format!("{err:#}"));
+    let mut report = match gate::prepare(opts) {
+        Ok(prep) => {
+            let mut report = Report::error(prep.base.clone(), prep.head.clone(), finding);
+            report.profile = ProfileInfo {
+                name: prep.profile.name.clone(),
+                source: prep.profile_source.clone(),
+            };
+            report.claimed = prep.claimed;
+            report.changes = prep.changes.clone();
+            report.notes = prep.notes.clone();
+            report.sandbox = SandboxInfo::of(&prep.sandbox);
+            report
+        }
+        Err(_) => {
+            let (base, head) = gate::prepare::known_revisions(opts);
+            let mut report = Report::error(base, head, finding);
+            report.claimed = opts.claimed;
+            if let Some(profile) = &opts.profile {
+                report.profile.source = format!("--profile {profile}");
+            }
+            report
+        }
+    };
+    if let Some(hint) = hint_of(err) {
+        report.notes.push(format!("hint: {hint}"));
     }
-    Ok(exit_code(&report))
+    report.duration_ms = elapsed.as_millis() as u64;
+    report
+}
+
+/// The rule of an error's finding, by the exit code the error gets.
+fn error_rule(err: &anyhow::Error) -> Rule {
+    match exit_code_of(err) {
+        EXIT_USAGE => Rule::Usage,
+        EXIT_INTERRUPTED => Rule::Interrupted,
+        _ => Rule::Infrastructure,
+    }
 }
 
 /// The gate's options for the flags.
@@ -83,6 +167,48 @@ mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
     use clap::Parser;
+
+    #[test]
+    fn an_error_becomes_a_finding_of_its_kind() {
+        let infra: anyhow::Error = VouchError::infra("`cargo` is not installed").into();
+        assert_eq!(error_rule(&infra), Rule::Infrastructure);
+        assert_eq!(
+            error_rule(&anyhow::anyhow!("disk full").context("create room")),
+            Rule::Infrastructure
+        );
+        let usage: anyhow::Error = VouchError::usage("invalid gate profile").into();
+        assert_eq!(error_rule(&usage), Rule::Usage);
+        let stop: anyhow::Error = VouchError::Interrupted.into();
+        assert_eq!(error_rule(&stop), Rule::Interrupted);
+    }
+
+    #[test]
+    fn the_error_report_outside_a_repository_says_why_and_keeps_the_revisions_asked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut opts = Options::for_repo(dir.path());
+        opts.base = Some("main".into());
+        let err: anyhow::Error =
+            VouchError::usage_hint("not inside a git repository", "pass --repo DIR").into();
+        let report = error_report(&opts, &err, Duration::from_millis(1500));
+        assert_eq!(report.verdict, Verdict::Error);
+        assert_eq!(exit_code(&report), EXIT_INFRA);
+        assert_eq!(
+            report.findings,
+            vec![Finding::new(Rule::Usage, "not inside a git repository")]
+        );
+        assert_eq!(report.reasons, vec!["not inside a git repository"]);
+        assert_eq!(report.notes, vec!["hint: pass --repo DIR"]);
+        assert_eq!(
+            (report.base.rev.as_str(), report.base.sha.as_str()),
+            ("main", "")
+        );
+        assert_eq!(
+            (report.head.rev.as_str(), report.head.sha.as_str()),
+            ("HEAD", "")
+        );
+        assert_eq!(report.range, "");
+        assert_eq!(report.duration_ms, 1500);
+    }
 
     fn gate_args(argv: &[&str]) -> GateArgs {
         let cli = Cli::try_parse_from(["vouch", "gate"].iter().chain(argv)).unwrap();

@@ -221,6 +221,13 @@ pub enum Rule {
     RemovedTests,
     /// The change removes assertions from tests, or newly skips them.
     WeakenedTests,
+    /// The gate could not judge: a missing tool, a revision that does not resolve, a room that cannot be
+    /// made, the whole gate's timeout (exit 3).
+    Infrastructure,
+    /// The gate could not judge because of how it was asked: a bad profile, a flag value, no change (exit 2).
+    Usage,
+    /// The gate was interrupted (Ctrl-C) before it could judge (exit 130).
+    Interrupted,
 }
 
 impl Rule {
@@ -237,6 +244,9 @@ impl Rule {
             Rule::NoBite => "no-bite",
             Rule::RemovedTests => "removed-tests",
             Rule::WeakenedTests => "weakened-tests",
+            Rule::Infrastructure => "infrastructure",
+            Rule::Usage => "usage",
+            Rule::Interrupted => "interrupted",
         }
     }
 }
@@ -333,6 +343,9 @@ mod tests {
             Rule::NoBite,
             Rule::RemovedTests,
             Rule::WeakenedTests,
+            Rule::Infrastructure,
+            Rule::Usage,
+            Rule::Interrupted,
         ] {
             same_name(r, r.name());
         }

@@ -128,13 +128,7 @@ pub fn prepare(opts: &Options) -> Result<Prepared> {
     })?;
     let repo = crate::git::open(&opts.repo)?;
     let head = crate::git::resolve(&repo, &opts.head)?;
-    let (base, base_label) = match &opts.base {
-        Some(rev) => (crate::git::resolve(&repo, rev)?, rev.clone()),
-        None => {
-            let (base, branch) = crate::git::default_base(&repo, head)?;
-            (base, format!("merge-base with {branch}"))
-        }
-    };
+    let (base, base_label) = base_of(&repo, opts, head)?;
     if base == head {
         return Err(VouchError::usage_hint(
             format!("base and head are the same commit ({head}): there is no change to judge"),
@@ -168,6 +162,7 @@ pub fn prepare(opts: &Options) -> Result<Prepared> {
             .commondir()
             .canonicalize()
             .unwrap_or_else(|_| repo.commondir().to_path_buf()),
+        &identity(&repo, head),
     );
     Ok(Prepared {
         objects,
@@ -191,6 +186,50 @@ pub fn prepare(opts: &Options) -> Result<Prepared> {
         mixed,
         sandbox,
     })
+}
+
+/// Base as given (`--base`), else the merge base of head with the default branch; and how it was chosen.
+fn base_of(repo: &Repository, opts: &Options, head: Oid) -> Result<(Oid, String)> {
+    match &opts.base {
+        Some(rev) => Ok((crate::git::resolve(repo, rev)?, rev.clone())),
+        None => {
+            let (base, branch) = crate::git::default_base(repo, head)?;
+            Ok((base, format!("merge-base with {branch}")))
+        }
+    }
+}
+
+/// The revisions as far as they resolve, for the report of a gate that could not judge (a bad revision, a
+/// missing tool): a revision that does not resolve keeps what the user asked for and an empty sha.
+pub fn known_revisions(opts: &Options) -> (Rev, Rev) {
+    let mut base = Rev {
+        rev: opts
+            .base
+            .clone()
+            .unwrap_or_else(|| "merge-base with the default branch".into()),
+        sha: String::new(),
+    };
+    let mut head = Rev {
+        rev: opts.head.clone(),
+        sha: String::new(),
+    };
+    let Ok(repo) = crate::git::open(&opts.repo) else {
+        return (base, head);
+    };
+    if let Ok(head_id) = crate::git::resolve(&repo, &opts.head) {
+        head.sha = head_id.to_string();
+        if let Ok((base_id, label)) = base_of(&repo, opts, head_id) {
+            base = Rev {
+                rev: label,
+                sha: base_id.to_string(),
+            };
+        }
+    } else if let Some(rev) = &opts.base {
+        if let Ok(base_id) = crate::git::resolve(&repo, rev) {
+            base.sha = base_id.to_string();
+        }
+    }
+    (base, head)
 }
 
 /// The profile that judges the change and where it came from: `--profile`, else the repository's own as of
@@ -290,11 +329,32 @@ fn trailer_claim(message: &str) -> (Option<Claim>, Option<String>) {
     }
 }
 
-/// The key of a repository's rooms, caches and logs: a short hash of its (canonical) git directory.
-fn repo_key(git_dir: &Path) -> String {
+/// The key of a repository's rooms, caches and logs: a short hash of its (canonical) git directory and its
+/// [`identity`]. The path alone is not enough: a repository deleted and made again at the same path (the quick
+/// start's example does that) is another repository, whose rooms must not start from the old one's commits.
+fn repo_key(git_dir: &Path, identity: &str) -> String {
     let mut h = Sha256::new();
     h.update(git_dir.to_string_lossy().as_bytes());
+    h.update([0]);
+    h.update(identity.as_bytes());
     hex::encode(&h.finalize()[..8])
+}
+
+/// What tells a repository from another at the same path: the root commit of head's first-parent history.
+/// It stays while the repository lives (every branch of a project shares it, fresh clones too, so their rooms
+/// and build caches are reused) and differs when the repository is made again with other commits. A history
+/// that cannot be walked (objects missing) gives the oldest commit reached; a shallow clone, its boundary.
+fn identity(repo: &Repository, head: Oid) -> String {
+    let mut oldest = head;
+    if let Ok(mut walk) = repo.revwalk() {
+        let walked = walk.push(head).and_then(|()| walk.simplify_first_parent());
+        if walked.is_ok() {
+            for id in walk.map_while(|id| id.ok()) {
+                oldest = id;
+            }
+        }
+    }
+    oldest.to_string()
 }
 
 #[cfg(test)]
@@ -302,12 +362,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_repo_key_is_sixteen_hex_digits_stable_per_directory() {
-        let a = repo_key(Path::new("/srv/a/.git"));
+    fn the_repo_key_is_sixteen_hex_digits_stable_per_directory_and_identity() {
+        let a = repo_key(Path::new("/srv/a/.git"), "root1");
         assert_eq!(a.len(), 16);
         assert!(a.chars().all(|c| c.is_ascii_hexdigit()), "{a}");
-        assert_eq!(a, repo_key(Path::new("/srv/a/.git")));
-        assert_ne!(a, repo_key(Path::new("/srv/b/.git")));
+        assert_eq!(a, repo_key(Path::new("/srv/a/.git"), "root1"));
+        assert_ne!(a, repo_key(Path::new("/srv/b/.git"), "root1"));
+        assert_ne!(a, repo_key(Path::new("/srv/a/.git"), "root2"));
+    }
+
+    /// A repository in a temporary directory with commits of the given messages, one after the other.
+    fn history(messages: &[&str]) -> (tempfile::TempDir, Repository, Vec<Oid>) {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let sig = git2::Signature::new("t", "t@example.com", &git2::Time::new(0, 0)).unwrap();
+        let tree = {
+            let id = repo.treebuilder(None).unwrap().write().unwrap();
+            repo.find_tree(id).unwrap()
+        };
+        let mut ids: Vec<Oid> = Vec::new();
+        for m in messages {
+            let parent = ids.last().map(|id| repo.find_commit(*id).unwrap());
+            let parents: Vec<&git2::Commit> = parent.iter().collect();
+            ids.push(repo.commit(None, &sig, &sig, m, &tree, &parents).unwrap());
+        }
+        drop(tree);
+        (dir, repo, ids)
+    }
+
+    #[test]
+    fn the_identity_is_the_root_commit_whatever_the_head() {
+        let (_dir, repo, ids) = history(&["root", "two", "three"]);
+        assert_eq!(identity(&repo, ids[2]), ids[0].to_string());
+        assert_eq!(identity(&repo, ids[1]), ids[0].to_string());
+        assert_eq!(identity(&repo, ids[0]), ids[0].to_string());
+        let (_other, other, other_ids) = history(&["another root", "two", "three"]);
+        assert_ne!(identity(&other, other_ids[2]), identity(&repo, ids[2]));
     }
 
     #[test]

@@ -27,8 +27,6 @@ mkdir -p "$reports"
 bash tasks/example/make-repo.sh workspaces/demo-repo
 cd workspaces/demo-repo
 
-# --fresh-rooms on both gates: the repository was just made anew at the same path, and a clean room reused
-# from an earlier demo still points at the removed repository's commits (the gate then fails to check out).
 echo "== change 1: a real fix with a regression test"
 git switch -q -c fix/word-count
 replace_body 'text.split_whitespace().count()'
@@ -40,7 +38,7 @@ fn counts_words_separated_by_tabs_and_newlines() {
 }
 RS
 git commit -q -am "word_count: split on any whitespace" -m "Agent-Verdict: GO"
-"$vouch" gate --base main --fresh-rooms --markdown "$reports/good.md" --json "$reports/good.json" && good=$? || good=$?
+"$vouch" gate --base main --markdown "$reports/good.md" --json "$reports/good.json" && good=$? || good=$?
 
 echo
 echo "== change 2: claims GO, but its new test fails"
@@ -55,7 +53,7 @@ fn counts_words_separated_by_tabs_and_newlines() {
 }
 RS
 git commit -q -am "word_count: split on tabs" -m "Agent-Verdict: GO"
-"$vouch" gate --base main --fresh-rooms --markdown "$reports/wrong.md" --json "$reports/wrong.json" && wrong=$? || wrong=$?
+"$vouch" gate --base main --markdown "$reports/wrong.md" --json "$reports/wrong.json" && wrong=$? || wrong=$?
 
 echo
 echo "== result: the real fix exited $good (0 = pass), the wrong one exited $wrong (1 = fail)"

@@ -9,4 +9,6 @@ mod gate_rust;
 mod hostile;
 mod local_model;
 mod model;
+mod reports;
+mod rooms;
 mod sandbox;

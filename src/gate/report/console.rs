@@ -1,9 +1,14 @@
-//! The report's console summary, printed after the per-step lines: what was not blamed, notes, the reasons
-//! the change fails, and the verdict line.
+//! The report's console summary, printed after the per-step lines: what was not blamed, the bite check's
+//! tests, notes, the reasons the change fails, and the verdict line; long lists show their first items and
+//! no line is longer than [`CONSOLE_LINE`].
 
 use std::fmt::Write as _;
 
 use crate::gate::outcome::{ClaimOutcome, Verdict};
+use crate::gate::report::limits::{
+    clip, clip_lines, first_n, summarise, CONSOLE_ID, CONSOLE_ITEMS, CONSOLE_LINE, CONSOLE_NOTES,
+    CONSOLE_REASON_LINES,
+};
 use crate::gate::report::Report;
 use crate::gate::steps::human;
 
@@ -12,21 +17,61 @@ impl Report {
     pub fn console_summary(&self) -> String {
         let mut s = String::new();
         let t = &self.tests;
+        let list = |ids: &[String]| {
+            first_n(ids, CONSOLE_ITEMS, ", ", |i| {
+                clip(i, CONSOLE_ID).into_owned()
+            })
+        };
         if !t.preexisting_failures.is_empty() {
             let _ = writeln!(
                 s,
                 "  pre-existing failures (not blamed): {}",
-                t.preexisting_failures.join(", ")
+                list(&t.preexisting_failures)
             );
         }
         if !t.flaky.is_empty() {
-            let _ = writeln!(s, "  flaky: {}", t.flaky.join(", "));
+            let _ = writeln!(s, "  flaky: {}", list(&t.flaky));
         }
-        for n in &self.notes {
-            let _ = writeln!(s, "  note: {n}");
+        if !self.bite.tests.is_empty() {
+            let _ = writeln!(
+                s,
+                "  bite check ({}): {}",
+                self.bite.status.name(),
+                first_n(&self.bite.tests, CONSOLE_ITEMS, ", ", |b| format!(
+                    "{} ({})",
+                    clip(&b.id, CONSOLE_ID),
+                    b.outcome.name()
+                ))
+            );
         }
-        for r in &self.reasons {
-            let _ = writeln!(s, "  ✗ {}", r.replace('\n', "\n    "));
+        for n in self.notes.iter().take(CONSOLE_NOTES) {
+            let _ = writeln!(
+                s,
+                "  note: {}",
+                clip_lines(n, CONSOLE_LINE - 8, CONSOLE_REASON_LINES).replace('\n', "\n    ")
+            );
+        }
+        if self.notes.len() > CONSOLE_NOTES {
+            let _ = writeln!(
+                s,
+                "  note: … and {} more notes (the JSON report has them all)",
+                self.notes.len() - CONSOLE_NOTES
+            );
+        }
+        for (r, subjects) in self.reasons_with_subjects().take(CONSOLE_NOTES) {
+            let text = if r.contains('\n') {
+                clip_lines(r, CONSOLE_LINE - 4, CONSOLE_REASON_LINES)
+            } else {
+                summarise(r, subjects, CONSOLE_LINE - 4)
+            };
+            let _ = writeln!(s, "  ✗ {}", text.replace('\n', "\n    "));
+        }
+        if self.reasons.len() > CONSOLE_NOTES {
+            let _ = writeln!(
+                s,
+                "  ✗ … and {} more reasons (the JSON report has them all)",
+                self.reasons.len() - CONSOLE_NOTES
+            );
         }
         let claim = match (self.claimed, self.claim) {
             (Some(c), Some(o)) => format!(
@@ -47,11 +92,11 @@ impl Report {
                 Verdict::Fail => "FAIL",
                 Verdict::Error => "ERROR",
             },
-            Self::short(&self.base.sha),
-            Self::short(&self.head.sha),
+            Self::short_rev(&self.base),
+            Self::short_rev(&self.head),
             human(std::time::Duration::from_millis(self.duration_ms))
         );
-        s
+        clip_lines(&s, CONSOLE_LINE, usize::MAX)
     }
 }
 

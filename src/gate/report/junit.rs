@@ -1,5 +1,6 @@
 //! The report as JUnit XML for CI: one suite of the steps (a test case each, failed, skipped or passed) and one
-//! of the new test failures (a failed case per test).
+//! of the new test failures (a failed case per test); a gate that could not judge (verdict `error`) adds a
+//! suite with one errored case that gives the reason.
 //!
 //! Written with quick-xml, which escapes names and messages; characters XML 1.0 cannot hold at all (the
 //! control characters of coloured tool output) are dropped first.
@@ -10,7 +11,7 @@ use anyhow::{Context, Result};
 use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
 use quick_xml::Writer;
 
-use crate::gate::outcome::StepStatus;
+use crate::gate::outcome::{StepStatus, Verdict};
 use crate::gate::report::Report;
 
 impl Report {
@@ -92,6 +93,22 @@ fn write_junit(report: &Report, w: &mut Writer<Vec<u8>>) -> std::io::Result<()> 
         w.write_event(Event::End(BytesEnd::new("testcase")))?;
     }
     w.write_event(Event::End(BytesEnd::new("testsuite")))?;
+    if report.verdict == Verdict::Error {
+        w.write_event(Event::Start(element(
+            "testsuite",
+            &[("name", "gate"), ("tests", "1"), ("errors", "1")],
+        )))?;
+        w.write_event(Event::Start(element(
+            "testcase",
+            &[("classname", "vouch.gate"), ("name", "verdict")],
+        )))?;
+        w.write_event(Event::Empty(element(
+            "error",
+            &[("message", &report.reasons.join("; "))],
+        )))?;
+        w.write_event(Event::End(BytesEnd::new("testcase")))?;
+        w.write_event(Event::End(BytesEnd::new("testsuite")))?;
+    }
     w.write_event(Event::End(BytesEnd::new("testsuites")))?;
     Ok(())
 }
@@ -185,6 +202,31 @@ mod tests {
                 r#"<testsuite> name="new test failures" tests="1" failures="1""#,
                 r#"<testcase> classname="vouch.tests" name="tests/test_a.py::test_x[<'a'>]""#,
                 r#"<failure/> message="new failure""#,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_gate_that_could_not_judge_has_an_errored_case_with_the_reason() {
+        use crate::gate::outcome::{Finding, Rule};
+        use crate::gate::report::{Report, Rev};
+        let rev = |r: &str| Rev {
+            rev: r.into(),
+            sha: String::new(),
+        };
+        let finding = Finding::new(Rule::Infrastructure, "`cargo` is not installed");
+        let xml = Report::error(rev("main"), rev("HEAD"), finding)
+            .junit()
+            .unwrap();
+        assert_eq!(
+            read_back(&xml),
+            vec![
+                r#"<testsuites> name="vouch gate""#,
+                r#"<testsuite> name="steps" tests="0" failures="0""#,
+                r#"<testsuite> name="new test failures" tests="0" failures="0""#,
+                r#"<testsuite> name="gate" tests="1" errors="1""#,
+                r#"<testcase> classname="vouch.gate" name="verdict""#,
+                r#"<error/> message="`cargo` is not installed""#,
             ]
         );
     }

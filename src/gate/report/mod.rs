@@ -1,9 +1,11 @@
 //! The gate's report: the JSON shape, whose names are stable (`--json`, and what `vouch run` keeps and reads
 //! back), and the views of it: Markdown for a pull-request body ([`markdown`]), JUnit XML for CI
-//! ([`junit`]) and the console summary ([`console`]).
+//! ([`junit`]) and the console summary ([`console`]). The JSON keeps everything; the Markdown and the console
+//! summarise long lists and texts to fit where they go ([`limits`]).
 
 mod console;
 mod junit;
+pub mod limits;
 mod markdown;
 
 use std::path::PathBuf;
@@ -13,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::gate::bite::BiteReport;
 use crate::gate::outcome::{Baseline, Claim, ClaimOutcome, Finding, Verdict};
 use crate::gate::paths::PathClass;
+use crate::gate::profile::BitePolicy;
 use crate::gate::steps::StepReport;
 use crate::git::ChangeKind;
 use crate::sandbox::{Sandbox, SandboxMode};
@@ -104,14 +107,70 @@ pub struct Report {
 }
 
 impl Report {
+    /// The report of a gate that could not judge (exit 2, 3 or 130): verdict `error` and the finding that says
+    /// why. The caller adds what it knows (the profile, the change); a revision that did not resolve has an
+    /// empty sha, and then the range is empty too.
+    pub fn error(base: Rev, head: Rev, finding: Finding) -> Report {
+        let range = if base.sha.is_empty() || head.sha.is_empty() {
+            String::new()
+        } else {
+            format!("{}..{}", base.sha, head.sha)
+        };
+        let mut report = Report {
+            verdict: Verdict::Error,
+            base,
+            head,
+            range,
+            profile: ProfileInfo {
+                name: String::new(),
+                source: String::new(),
+            },
+            claimed: None,
+            claim: None,
+            changes: Vec::new(),
+            steps: Vec::new(),
+            tests: Tests::default(),
+            bite: BiteReport::not_run(&BitePolicy::default()),
+            findings: Vec::new(),
+            reasons: Vec::new(),
+            notes: Vec::new(),
+            sandbox: SandboxInfo::default(),
+            duration_ms: 0,
+            logs: PathBuf::new(),
+        };
+        report.set_findings(vec![finding]);
+        report
+    }
+
     /// The findings and the reasons they give, kept together.
     pub fn set_findings(&mut self, findings: Vec<Finding>) {
         self.reasons = findings.iter().map(|f| f.message.clone()).collect();
         self.findings = findings;
     }
 
+    /// Each reason with the subjects (tests, files) of its finding, when the reasons are the findings'.
+    fn reasons_with_subjects(&self) -> impl Iterator<Item = (&str, &[String])> {
+        let paired = self.findings.len() == self.reasons.len();
+        self.reasons.iter().enumerate().map(move |(i, r)| {
+            let subjects = match self.findings.get(i) {
+                Some(f) if paired && f.message == *r => f.subjects.as_slice(),
+                _ => &[],
+            };
+            (r.as_str(), subjects)
+        })
+    }
+
     fn short(sha: &str) -> &str {
         &sha[..sha.len().min(12)]
+    }
+
+    /// A revision as the views name it: its short sha, or what the user asked for when it did not resolve.
+    fn short_rev(rev: &Rev) -> &str {
+        if rev.sha.is_empty() {
+            &rev.rev
+        } else {
+            Self::short(&rev.sha)
+        }
     }
 }
 
@@ -119,7 +178,7 @@ impl Report {
 pub(crate) mod tests {
     use super::*;
     use crate::gate::outcome::{Rule, StepStatus};
-    use crate::gate::profile::{BitePolicy, StepKind};
+    use crate::gate::profile::StepKind;
 
     fn step(name: &str, kind: StepKind, status: StepStatus, ms: u64) -> StepReport {
         StepReport {
