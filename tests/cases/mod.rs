@@ -8,3 +8,4 @@ mod gate_rules;
 mod gate_rust;
 mod model;
 mod sandbox;
+mod testmap;
