@@ -126,8 +126,10 @@ fn a_test_inside_a_string_literal_is_not_a_removed_test() {
 
 #[test]
 fn a_new_test_added_directly_above_an_old_one_passes_under_require_all() {
-    let base = "from calc import absolute, add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n";
-    let head = "from calc import absolute, add\n\n\ndef test_negative():\n    assert absolute(-3) == 3\n\n\ndef test_add():\n    assert add(2, 3) == 5\n";
+    // Both tests start with the same decorator, so the diff's hunk slides into the old test: it inserts
+    // the new test's body and the old test's decorator line.
+    let base = "import pytest\n\nfrom calc import absolute, add\n\n\n@pytest.mark.filterwarnings(\"error\")\ndef test_add():\n    assert add(2, 3) == 5\n";
+    let head = "import pytest\n\nfrom calc import absolute, add\n\n\n@pytest.mark.filterwarnings(\"error\")\ndef test_negative():\n    assert absolute(-3) == 3\n\n\n@pytest.mark.filterwarnings(\"error\")\ndef test_add():\n    assert add(2, 3) == 5\n";
     let repo = python(&[("tests/test_calc.py", base)]);
     let g = change(
         &repo,
