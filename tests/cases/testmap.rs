@@ -286,3 +286,33 @@ fn a_new_go_test_file_behind_an_ignore_tag_is_no_test_change() {
         g.explain()
     );
 }
+
+const JS_CALC: &str = "function abs(x) {\n  return x;\n}\n\nmodule.exports = { abs };\n";
+const JS_FIXED: &str =
+    "function abs(x) {\n  return x < 0 ? -x : x;\n}\n\nmodule.exports = { abs };\n";
+const JS_TEST: &str = "const { describe, it } = require('node:test');\nconst assert = require('node:assert');\nconst { abs } = require('../calc');\n\ndescribe('abs', () => {\n  it('keeps positives', () => {\n    assert.strictEqual(String(abs(3)) + '{', '3{');\n  });\n";
+
+#[test]
+fn a_node_test_is_keyed_by_its_suite_and_a_brace_in_a_string_widens_nothing() {
+    let repo = Repo::with_files(&[
+        (
+            "package.json",
+            "{\n  \"name\": \"calc\",\n  \"version\": \"1.0.0\",\n  \"private\": true\n}\n",
+        ),
+        ("calc.js", JS_CALC),
+        ("test/calc.test.js", &format!("{JS_TEST}}});\n")),
+    ]);
+    let head = format!("{JS_TEST}\n  it('flips negatives', () => {{\n    assert.strictEqual(abs(-3), 3);\n  }});\n}});\n");
+    let g = change(
+        &repo,
+        &[("calc.js", JS_FIXED), ("test/calc.test.js", &head)],
+        &["--bite-require", "all"],
+    );
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    assert_eq!(
+        outcomes(&g),
+        vec![pair("test/calc.test.js::abs > flips negatives", "bites")],
+        "{}",
+        g.explain()
+    );
+}
