@@ -25,6 +25,7 @@ pub mod rules;
 mod schedule;
 pub mod split;
 pub mod steps;
+pub mod syntax;
 mod test_step;
 pub mod testmap;
 

@@ -19,6 +19,7 @@ use crate::gate::paths::{Classifier, PathClass};
 use crate::gate::profile::{self, Profile, REPO_PROFILE};
 use crate::gate::report::{ChangedFile, Rev};
 use crate::gate::split;
+use crate::gate::testmap::{self, Collected, GitTree, Sources};
 use crate::git::{Change, ChangeKind};
 use crate::sandbox::{Sandbox, SandboxMode};
 
@@ -146,7 +147,9 @@ pub fn prepare(opts: &Options) -> Result<Prepared> {
         ));
     }
     let classifier = Classifier::new(&profile.paths, &opts.allow, &opts.deny)?;
-    let (files, mixed) = classify_changes(&repo, base, head, &changes, &classifier);
+    let (mut files, mixed) = classify_changes(&repo, base, head, &changes, &classifier);
+    let head_tree = GitTree::new(&repo, &head.to_string())?;
+    notes.extend(mark_collected(&profile, &mut files, &head_tree));
     let tree_has_tests = head_paths.iter().any(|p| classifier.is_test(p));
     let claimed = match opts.claimed {
         Some(c) => Some(c),
@@ -308,9 +311,46 @@ fn classify_changes(
             change: c.kind.clone(),
             mixed: mixed.contains_key(&c.path),
             detail,
+            collected: None,
         });
     }
     (files, mixed)
+}
+
+/// Marks each new test file with whether a test step of the profile collects it, and notes the ones none
+/// does: their tests never run, so they are no test change (the test-presence rule) and prove nothing.
+fn mark_collected(profile: &Profile, files: &mut [ChangedFile], tree: &dyn Sources) -> Vec<String> {
+    let mut notes = Vec::new();
+    for f in files.iter_mut().filter(|f| {
+        f.class == PathClass::Test && matches!(f.change, ChangeKind::Added | ChangeKind::Renamed)
+    }) {
+        let answers: Vec<Collected> = profile
+            .test_steps()
+            .map(|s| testmap::collected(s.runner(), &s.raw_argv(), &f.path, tree))
+            .filter(|c| *c != Collected::Unknown)
+            .collect();
+        if answers.is_empty() {
+            continue;
+        }
+        let why: Vec<&str> = answers
+            .iter()
+            .filter_map(|c| match c {
+                Collected::No(why) => Some(why.as_str()),
+                _ => None,
+            })
+            .collect();
+        if why.len() < answers.len() {
+            f.collected = Some(true);
+        } else {
+            f.collected = Some(false);
+            notes.push(format!(
+                "{} is not collected by the test command ({}): its tests never run and count as no test change",
+                f.path,
+                why.join("; ")
+            ));
+        }
+    }
+    notes
 }
 
 /// The claim of a head commit's `Agent-Verdict:` trailer, and a note when the trailer says something else.

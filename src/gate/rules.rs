@@ -55,15 +55,29 @@ pub fn check(
         .filter(|c| c.class == PathClass::Production)
         .map(|c| c.path.as_str())
         .collect();
+    // A new test file the test command never collects runs no test: it is no test change.
     let tests_changed = changes
         .iter()
-        .any(|c| c.class == PathClass::Test || c.mixed);
+        .any(|c| (c.class == PathClass::Test || c.mixed) && c.collected != Some(false));
     if !production.is_empty() && !tests_changed && !allow_no_tests {
+        let uncollected: Vec<&str> = changes
+            .iter()
+            .filter(|c| c.collected == Some(false))
+            .map(|c| c.path.as_str())
+            .collect();
+        let but = if uncollected.is_empty() {
+            "but no tests".to_owned()
+        } else {
+            format!(
+                "but no tests that run (the test command does not collect {})",
+                uncollected.join(", ")
+            )
+        };
         findings.push(
             Finding::new(
                 Rule::NoTestsChanged,
                 format!(
-                    "no tests changed: the change touches production code ({}) but no tests (pass --allow-no-tests if that is intended)",
+                    "no tests changed: the change touches production code ({}) {but} (pass --allow-no-tests if that is intended)",
                     production.join(", ")
                 ),
             )
@@ -87,6 +101,7 @@ mod tests {
             change: ChangeKind::Modified,
             mixed: false,
             detail: None,
+            collected: None,
         }
     }
 
@@ -128,6 +143,22 @@ mod tests {
             .subjects(["calc.py"])]
         );
         assert_eq!(check(&changes, &python(&[], &[]), true), vec![]);
+    }
+
+    #[test]
+    fn a_new_test_file_the_test_command_does_not_collect_is_no_test_change() {
+        let mut test = file("tests/check_calc.py", PathClass::Test);
+        test.collected = Some(false);
+        let changes = vec![file("calc.py", PathClass::Production), test.clone()];
+        let findings = check(&changes, &python(&[], &[]), false);
+        assert_eq!(rules(&findings), vec![Rule::NoTestsChanged]);
+        assert_eq!(
+            findings[0].message,
+            "no tests changed: the change touches production code (calc.py) but no tests that run (the test command does not collect tests/check_calc.py) (pass --allow-no-tests if that is intended)"
+        );
+        test.collected = Some(true);
+        let changes = vec![file("calc.py", PathClass::Production), test];
+        assert!(check(&changes, &python(&[], &[]), false).is_empty());
     }
 
     #[test]

@@ -12,3 +12,4 @@ mod model;
 mod reports;
 mod rooms;
 mod sandbox;
+mod testmap;

@@ -12,8 +12,35 @@ use crate::gate::outcome::{BiteStatus, TestOutcome};
 use crate::gate::profile::{BitePolicy, BiteRequire, BuildFailure};
 use crate::gate::results::{TestResult, TestStatus};
 
-/// The decision from the outcomes, per policy. Returns (status, reasons, warnings).
+/// The decision from the outcomes, per policy, every test counted as changed. Returns (status, reasons,
+/// warnings).
 pub fn decide(tests: &[BiteTest], policy: &BitePolicy) -> (BiteStatus, Vec<String>, Vec<String>) {
+    let changed: BTreeSet<String> = tests.iter().map(|t| t.id.clone()).collect();
+    decide_touched(tests, policy, &changed)
+}
+
+/// The tests the reasons count: "3 changed tests", or, when some were selected only because what they use
+/// changed, "2459 tests (3 changed, 2456 selected)".
+fn counted(n: usize, changed: usize) -> String {
+    if changed >= n {
+        format!("{n} changed tests")
+    } else {
+        format!("{n} tests ({changed} changed, {} selected)", n - changed)
+    }
+}
+
+/// The decision from the outcomes, per policy; `changed` are the tests whose own text changed, the others
+/// were selected because something they use changed (they are counted apart). Returns (status, reasons,
+/// warnings).
+pub fn decide_touched(
+    tests: &[BiteTest],
+    policy: &BitePolicy,
+    changed: &BTreeSet<String>,
+) -> (BiteStatus, Vec<String>, Vec<String>) {
+    let what = counted(
+        tests.len(),
+        tests.iter().filter(|t| changed.contains(&t.id)).count(),
+    );
     let counts = |o: TestOutcome| tests.iter().filter(|t| t.outcome == o).count();
     let ids = |o: TestOutcome| {
         tests
@@ -74,10 +101,10 @@ pub fn decide(tests: &[BiteTest], policy: &BitePolicy) -> (BiteStatus, Vec<Strin
             0
         };
         reasons.push(if weak == 0 {
-            format!("{strong} of {n} changed tests fail without the production change")
+            format!("{strong} of {what} fail without the production change")
         } else {
             format!(
-                "{} of {n} changed tests bite without the production change ({strong} fail, {weak} do not build)",
+                "{} of {what} bite without the production change ({strong} fail, {weak} do not build)",
                 strong + weak
             )
         });
@@ -88,7 +115,7 @@ pub fn decide(tests: &[BiteTest], policy: &BitePolicy) -> (BiteStatus, Vec<Strin
                 .push("the changed tests were not found among the tests that ran at head".into());
         } else if policy.require == BiteRequire::All && biters > 0 {
             reasons.push(format!(
-                "require = \"all\": only {biters} of {n} changed tests fail without the production change"
+                "require = \"all\": only {biters} of {what} fail without the production change"
             ));
         } else if counts(TestOutcome::FailsAtHead) == n {
             reasons.push(format!(
@@ -96,7 +123,7 @@ pub fn decide(tests: &[BiteTest], policy: &BitePolicy) -> (BiteStatus, Vec<Strin
                 if n == 1 {
                     "the changed test fails".to_owned()
                 } else {
-                    format!("all {n} changed tests fail")
+                    format!("all {what} fail")
                 },
                 if n == 1 { "it can" } else { "they can" }
             ));
@@ -115,7 +142,7 @@ pub fn decide(tests: &[BiteTest], policy: &BitePolicy) -> (BiteStatus, Vec<Strin
                 }
             }
             reasons.push(format!(
-                "none of the {n} changed tests fails without the production change ({})",
+                "none of the {what} fails without the production change ({})",
                 kinds.join(", ")
             ));
         }
@@ -220,6 +247,30 @@ mod tests {
             duration_ms: None,
             message: None,
         }
+    }
+
+    #[test]
+    fn selected_tests_are_counted_apart_from_the_changed_ones() {
+        let tests = [
+            t("a", TestOutcome::Bites),
+            t("b", TestOutcome::Inert),
+            t("c", TestOutcome::Inert),
+        ];
+        let changed: BTreeSet<String> = ["a".to_string()].into();
+        let (status, reasons, _) = decide_touched(&tests, &BitePolicy::default(), &changed);
+        assert_eq!(status, BiteStatus::Bites);
+        assert_eq!(
+            reasons,
+            vec![
+                "1 of 3 tests (1 changed, 2 selected) fail without the production change"
+                    .to_string()
+            ]
+        );
+        let (_, reasons, _) = decide(&tests, &BitePolicy::default());
+        assert_eq!(
+            reasons,
+            vec!["1 of 3 changed tests fail without the production change".to_string()]
+        );
     }
 
     #[test]

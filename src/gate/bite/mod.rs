@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::gate::outcome::{BiteStatus, Finding, Rule, TestOutcome};
 use crate::gate::profile::{BitePolicy, BiteRequire, BuildFailure};
 
-pub use decide::{at_head, decide, outcomes, timeout};
+pub use decide::{at_head, decide, decide_touched, outcomes, timeout};
 pub use plan::{plan, Input, Plan};
 pub use select::commands;
 

@@ -71,12 +71,18 @@ impl GateRun<'_> {
             self.bite_whole_run(step, &policy, head_duration, &plan, &mut report)
                 .await?;
         } else {
-            let touched = testmap::touched(
-                runner,
-                plan.go_module.as_deref(),
-                &plan.test_changes,
-                head_results,
-            );
+            // The tree at head: which tests import a changed helper, and pytest's settings.
+            let touched = {
+                let repo = crate::git::open_objects(&self.prep.objects)?;
+                let tree = testmap::GitTree::new(&repo, &self.prep.head.sha)?;
+                testmap::touched_in(
+                    runner,
+                    plan.go_module.as_deref(),
+                    &plan.test_changes,
+                    head_results,
+                    &tree,
+                )
+            };
             report.warnings.extend(touched.notes);
             let (run_ids, mut tests) = bite::at_head(&touched.ids, head_results);
             if !run_ids.is_empty() {
@@ -87,7 +93,8 @@ impl GateRun<'_> {
                 tests.extend(selected);
             }
             tests.sort_by(|a, b| a.id.cmp(&b.id));
-            let (status, reasons, warnings) = bite::decide(&tests, &policy);
+            let (status, reasons, warnings) =
+                bite::decide_touched(&tests, &policy, &touched.changed);
             report.status = status;
             report.reasons.extend(reasons);
             report.warnings.extend(warnings);

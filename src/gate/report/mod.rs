@@ -47,6 +47,10 @@ pub struct ChangedFile {
     /// For files holding both (Rust inline tests): which parts changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// For a new test file: whether the project's test command collects it (false: its tests never run,
+    /// so it is no test change). Absent where it cannot be told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collected: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

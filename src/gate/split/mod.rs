@@ -25,7 +25,7 @@ use similar::{Algorithm, DiffTag};
 
 mod rust;
 
-pub use rust::{rust_test_functions, RustRegions, RustTestFn};
+pub use rust::{rust_test_functions, rust_tokens, RustRegions, RustTestFn, RustToken};
 
 /// Finds the regions of a source file that are test code.
 pub trait TestRegions {

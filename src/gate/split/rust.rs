@@ -40,22 +40,105 @@ impl TestRegions for RustRegions {
 
     fn code_lines(&self, source: &str) -> Option<Vec<bool>> {
         let mut code = vec![false; source.split_inclusive('\n').count()];
-        let mut text = normalize_line_ends(source).into_owned();
-        if let Some(rest) = text.strip_prefix('\u{feff}') {
-            text = rest.to_owned();
-        }
-        // A shebang line is not Rust tokens; keep its line break so the line numbers stay the same.
-        if text.starts_with("#!") && !text[2..].trim_start().starts_with('[') {
+        let (text, shebang) = lexable(source);
+        if shebang {
             if let Some(first) = code.first_mut() {
                 *first = true;
             }
-            text = text
-                .find('\n')
-                .map_or_else(String::new, |idx| text[idx..].to_owned());
         }
         let tokens: TokenStream = text.parse().ok()?;
         mark_code(tokens, &mut code);
         Some(code)
+    }
+}
+
+/// The source as the lexer takes it, with the same line numbers: line ends normalized, a byte-order mark
+/// dropped, a shebang line emptied (it is not Rust tokens; its line break stays). True when it had a shebang.
+fn lexable(source: &str) -> (String, bool) {
+    let mut text = normalize_line_ends(source).into_owned();
+    if let Some(rest) = text.strip_prefix('\u{feff}') {
+        text = rest.to_owned();
+    }
+    if text.starts_with("#!") && !text[2..].trim_start().starts_with('[') {
+        text = text
+            .find('\n')
+            .map_or_else(String::new, |idx| text[idx..].to_owned());
+        return (text, true);
+    }
+    (text, false)
+}
+
+/// One token of a Rust source (a delimiter of a group counts as a token of its own).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RustToken {
+    /// The 1-based line it starts on.
+    pub line: usize,
+    pub text: String,
+    /// Part of a `use` declaration.
+    pub import: bool,
+}
+
+/// The tokens of a Rust source in order, comments left out (doc comments are attributes and stay), each
+/// with its line and whether it belongs to a `use` declaration: what the gate compares between base and head
+/// outside test functions. None if the source does not lex.
+pub fn rust_tokens(source: &str) -> Option<Vec<RustToken>> {
+    let (text, _) = lexable(source);
+    let tokens: TokenStream = text.parse().ok()?;
+    let mut out = Vec::new();
+    push_tokens(tokens, false, &mut out);
+    Some(out)
+}
+
+fn push_tokens(tokens: TokenStream, import: bool, out: &mut Vec<RustToken>) {
+    let mut in_use = import;
+    for token in tokens {
+        let line = token.span().start().line;
+        match &token {
+            TokenTree::Group(group) => {
+                let (open, close) = match group.delimiter() {
+                    Delimiter::Parenthesis => ("(", ")"),
+                    Delimiter::Brace => ("{", "}"),
+                    Delimiter::Bracket => ("[", "]"),
+                    Delimiter::None => ("", ""),
+                };
+                out.push(RustToken {
+                    line,
+                    text: open.into(),
+                    import: in_use,
+                });
+                push_tokens(group.stream(), in_use, out);
+                out.push(RustToken {
+                    line: group.span_close().start().line,
+                    text: close.into(),
+                    import: in_use,
+                });
+            }
+            TokenTree::Ident(ident) => {
+                if !import && ident == "use" {
+                    in_use = true;
+                }
+                out.push(RustToken {
+                    line,
+                    text: ident.to_string(),
+                    import: in_use,
+                });
+            }
+            TokenTree::Punct(punct) => {
+                out.push(RustToken {
+                    line,
+                    text: punct.as_char().to_string(),
+                    import: in_use,
+                });
+                if !import && punct.as_char() == ';' {
+                    in_use = false;
+                }
+            }
+            TokenTree::Literal(literal) => out.push(RustToken {
+                line,
+                text: literal.to_string(),
+                import: in_use,
+            }),
+        }
     }
 }
 
@@ -662,5 +745,42 @@ cases!(a, b);
             rust_test_functions("#[test]\r\nfn crlf() {\r\n}\r\n").map(|fns| fns.len()),
             Some(1)
         );
+    }
+
+    #[test]
+    fn tokens_carry_their_lines_and_mark_use_declarations_and_drop_comments() {
+        let source = "#!/usr/bin/env run\nuse a::{b, c};\n// gone\nfn f() { let _ = 1; }\n";
+        let tokens = rust_tokens(source).unwrap_or_default();
+        let shown: Vec<(usize, &str, bool)> = tokens
+            .iter()
+            .map(|t| (t.line, t.text.as_str(), t.import))
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                (2, "use", true),
+                (2, "a", true),
+                (2, ":", true),
+                (2, ":", true),
+                (2, "{", true),
+                (2, "b", true),
+                (2, ",", true),
+                (2, "c", true),
+                (2, "}", true),
+                (2, ";", true),
+                (4, "fn", false),
+                (4, "f", false),
+                (4, "(", false),
+                (4, ")", false),
+                (4, "{", false),
+                (4, "let", false),
+                (4, "_", false),
+                (4, "=", false),
+                (4, "1", false),
+                (4, ";", false),
+                (4, "}", false),
+            ]
+        );
+        assert_eq!(rust_tokens("fn f() {"), None);
     }
 }

@@ -1,16 +1,22 @@
-//! The test functions of a source file, per language: their names, their lines, and how many assertions and
-//! skip markers they hold.
+//! The test functions of a source file, per language: their ids within the file, their lines, their own
+//! text, and how many assertions and skip markers they hold; and the tokens outside them.
 //!
-//! Go, Python and node test functions are found line by line (a `func TestX` at the start of a line, a
-//! `def test_*` with the decorators above it, a `test(...)`/`it(...)` call): their shapes are regular enough.
-//! Rust's are not (attributes, nested modules, macros, braces in strings), so they come from the parser in
-//! [`crate::gate::split`], the one place that decides what Rust test code is.
+//! Python, Go and JavaScript/TypeScript tests come from tree-sitter grammars ([`crate::gate::syntax`]), Rust's
+//! from `syn` in [`crate::gate::split`], the one place that decides what Rust test code is. Both give the
+//! same thing: each test keyed by the name its runner reports (`TestA::test_y`, `TestX`, `suite > case`,
+//! `tests::adds`), so base and head are compared test by test, never by the lines a diff touched.
+
+use std::collections::BTreeMap;
 
 use crate::gate::results::Runner;
+use crate::gate::syntax::{self, Lang};
 
-/// A test function in a source file: its name and its lines (1-based, inclusive).
+/// A test function in a source file: its id within the file, its name and its lines (1-based, inclusive).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TestFn {
+    /// Its id within the file, as its runner names it: `TestA::test_y` (pytest), `TestX` (Go), `suite > case`
+    /// (node), `tests::adds` (Rust: the inline modules and the name).
+    pub key: String,
     pub name: String,
     pub start: usize,
     pub end: usize,
@@ -18,6 +24,17 @@ pub struct TestFn {
     pub assertions: usize,
     /// Skip markers on or in it (`#[ignore]`, `t.Skip`, `@pytest.mark.skip`, `test.skip`).
     pub skips: usize,
+}
+
+/// A file's tests with their own texts, and the tokens outside every test.
+#[derive(Clone, Debug, Default)]
+pub(super) struct FileTests {
+    pub fns: Vec<TestFn>,
+    /// Each test's own text, by key.
+    pub texts: BTreeMap<String, String>,
+    /// Tokens outside tests, comments and imports: helpers, fixtures, setup.
+    pub rest: Vec<String>,
+    pub imports: Vec<String>,
 }
 
 pub(super) fn lang(path: &str) -> Option<Runner> {
@@ -31,284 +48,121 @@ pub(super) fn lang(path: &str) -> Option<Runner> {
     }
 }
 
-/// The test functions of a source file, by its extension; none for a Rust file that does not parse.
+/// The test functions of a source file, by its extension; none for a file that does not parse.
 pub fn test_functions(path: &str, text: &str) -> Vec<TestFn> {
     known_test_functions(path, text).unwrap_or_default()
 }
 
-/// The test functions of a source file, or None when they cannot be known: a Rust file that does not parse.
+/// The test functions of a source file, or None when they cannot be known: a file that does not parse.
 pub(super) fn known_test_functions(path: &str, text: &str) -> Option<Vec<TestFn>> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut fns = match lang(path) {
-        Some(Runner::Go) => go_fns(&lines),
-        Some(Runner::Cargo) => rust_fns(text)?,
-        Some(Runner::Pytest) => python_fns(&lines),
-        Some(Runner::Node) => node_fns(&lines),
-        _ => Vec::new(),
-    };
-    let l = lang(path);
-    for f in &mut fns {
-        let body = lines
-            .get(f.start.saturating_sub(1)..f.end.min(lines.len()))
-            .unwrap_or_default();
-        f.assertions = body.iter().map(|line| count_assertions(l, line)).sum();
-        f.skips = body.iter().map(|line| count_skips(l, line)).sum();
-    }
-    Some(fns)
+    file_tests(path, text).map(|f| f.fns)
 }
 
-fn count_assertions(l: Option<Runner>, line: &str) -> usize {
-    let t = line.trim_start();
-    if t.starts_with("//") || t.starts_with('#') && l != Some(Runner::Cargo) {
+/// A file's tests and the tokens outside them; None when the file does not parse. A file in no known
+/// language has no tests.
+pub(super) fn file_tests(path: &str, text: &str) -> Option<FileTests> {
+    match lang(path) {
+        Some(Runner::Cargo) => rust_tests(path, text),
+        Some(_) => {
+            let scan = syntax::scan(Lang::of(path)?, text)?;
+            let mut out = FileTests {
+                rest: scan.rest,
+                imports: scan.imports,
+                ..FileTests::default()
+            };
+            for t in scan.tests {
+                out.texts.insert(t.key.clone(), t.text);
+                out.fns.push(TestFn {
+                    key: t.key,
+                    name: t.name,
+                    start: *t.lines.start(),
+                    end: *t.lines.end(),
+                    assertions: t.assertions,
+                    skips: t.skips,
+                });
+            }
+            Some(out)
+        }
+        None => Some(FileTests::default()),
+    }
+}
+
+fn count_assertions(line: &str) -> usize {
+    if line.trim_start().starts_with("//") {
         return 0;
     }
-    let pats: &[&str] = match l {
-        Some(Runner::Go) => &[
-            "t.Error", "t.Fatal", "t.Fail", "assert.", "require.", "b.Error", "b.Fatal",
-        ],
-        Some(Runner::Cargo) => &[
-            "assert!",
-            "assert_eq!",
-            "assert_ne!",
-            "assert_matches!",
-            "panic!(",
-            "#[should_panic",
-            ".unwrap_err()",
-            "prop_assert",
-        ],
-        Some(Runner::Pytest) => &[
-            "assert ",
-            "assert(",
-            "self.assert",
-            "pytest.raises",
-            "pytest.fail",
-            ".assert_",
-        ],
-        Some(Runner::Node) => &["assert.", "assert(", "expect(", "t.assert", ".should"],
-        _ => &[],
-    };
-    pats.iter().map(|p| line.matches(p).count()).sum()
+    [
+        "assert!",
+        "assert_eq!",
+        "assert_ne!",
+        "assert_matches!",
+        "panic!(",
+        "#[should_panic",
+        ".unwrap_err()",
+        "prop_assert",
+    ]
+    .iter()
+    .map(|p| line.matches(p).count())
+    .sum()
 }
 
-fn count_skips(l: Option<Runner>, line: &str) -> usize {
-    let pats: &[&str] = match l {
-        Some(Runner::Go) => &["t.Skip"],
-        Some(Runner::Cargo) => &["#[ignore"],
-        Some(Runner::Pytest) => &["mark.skip", "mark.xfail", "pytest.skip(", "unittest.skip"],
-        Some(Runner::Node) => &[".skip(", ".todo(", "skip: true", "t.skip("],
-        _ => &[],
-    };
-    pats.iter().map(|p| line.matches(p).count()).sum()
-}
-
-fn go_fns(lines: &[&str]) -> Vec<TestFn> {
-    let mut out = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        let Some(rest) = line.strip_prefix("func ") else {
-            continue;
-        };
-        let name: String = rest
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect();
-        let is_test = ["Test", "Fuzz", "Example", "Benchmark"]
-            .iter()
-            .any(|p| name.starts_with(p));
-        if !is_test {
-            continue;
-        }
-        let end = lines[i..]
-            .iter()
-            .position(|l| l.starts_with('}'))
-            .map_or(lines.len(), |p| i + p + 1);
-        out.push(TestFn {
-            name,
-            start: i + 1,
-            end,
-            assertions: 0,
-            skips: 0,
-        });
-    }
-    out
-}
-
-/// Rust test functions, from the parser in `split` (None if the file does not parse).
-fn rust_fns(text: &str) -> Option<Vec<TestFn>> {
+/// Rust tests from the parser in `split` (None if the file does not parse). In a file under `src/`, which
+/// holds production code too, only the tokens of its test regions count as the code around the tests.
+fn rust_tests(path: &str, text: &str) -> Option<FileTests> {
     let fns = crate::gate::split::rust_test_functions(text)?;
-    Some(
-        fns.into_iter()
-            .map(|f| TestFn {
-                name: f.name,
-                start: *f.lines.start(),
-                end: *f.lines.end(),
-                assertions: 0,
-                skips: 0,
-            })
-            .collect(),
-    )
-}
-
-fn indent(line: &str) -> usize {
-    line.len() - line.trim_start().len()
-}
-
-fn python_fns(lines: &[&str]) -> Vec<TestFn> {
-    let mut out = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        let t = line.trim_start();
-        let rest = t
-            .strip_prefix("async def ")
-            .or_else(|| t.strip_prefix("def "));
-        let Some(rest) = rest else { continue };
-        let name: String = rest
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect();
-        if !name.starts_with("test") {
-            continue;
+    let tokens = crate::gate::split::rust_tokens(text)?;
+    let regions = if path.starts_with("src/") {
+        Some(
+            crate::gate::split::regions_for(path)
+                .and_then(|f| f.test_regions(text))
+                .unwrap_or_default(),
+        )
+    } else {
+        None
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = FileTests::default();
+    for f in fns {
+        let (start, end) = (*f.lines.start(), *f.lines.end());
+        let body = lines
+            .get(start.saturating_sub(1)..end.min(lines.len()))
+            .unwrap_or_default();
+        let mut key = f.module.join("::");
+        if !key.is_empty() {
+            key.push_str("::");
         }
-        let ind = indent(line);
-        let mut start = i;
-        while start > 0
-            && indent(lines[start - 1]) == ind
-            && lines[start - 1].trim_start().starts_with('@')
-        {
-            start -= 1;
-        }
-        // A decorator may span lines (a parametrize list): walk up through lines indented deeper than `ind`
-        // when an `@` line at `ind` is found above them.
-        let mut probe = start;
-        while probe > 0 {
-            let prev = lines[probe - 1];
-            if prev.trim().is_empty() {
-                break;
-            }
-            if indent(prev) > ind
-                || prev.trim_start().starts_with(')')
-                || prev.trim_start().starts_with(']')
-            {
-                probe -= 1;
-                continue;
-            }
-            if indent(prev) == ind && prev.trim_start().starts_with('@') {
-                probe -= 1;
-                start = probe;
-                continue;
-            }
-            break;
-        }
-        let mut end = i + 1;
-        for (j, l) in lines.iter().enumerate().skip(i + 1) {
-            if l.trim().is_empty() {
-                continue;
-            }
-            if indent(l) <= ind {
-                break;
-            }
-            end = j + 1;
-        }
-        out.push(TestFn {
-            name,
-            start: start + 1,
+        key.push_str(&f.name);
+        out.texts.insert(
+            key.clone(),
+            body.iter()
+                .map(|l| l.trim_end())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        );
+        out.fns.push(TestFn {
+            key,
+            name: f.name,
+            start,
             end,
-            assertions: 0,
-            skips: 0,
+            assertions: body.iter().map(|l| count_assertions(l)).sum(),
+            skips: body.iter().map(|l| l.matches("#[ignore").count()).sum(),
         });
     }
-    out
-}
-
-/// Counts braces on a line, skipping string and char literals and `//` comments (roughly: enough for node's
-/// `test(...)` calls; Rust test functions come from a parser instead, see [`rust_fns`]).
-fn brace_delta(line: &str) -> i64 {
-    let mut depth = 0i64;
-    let mut chars = line.chars().peekable();
-    let mut in_str = false;
-    while let Some(c) = chars.next() {
-        if in_str {
-            match c {
-                '\\' => {
-                    chars.next();
-                }
-                '"' => in_str = false,
-                _ => {}
-            }
+    for t in tokens {
+        let in_fn = out.fns.iter().any(|f| f.start <= t.line && t.line <= f.end);
+        let in_region = regions
+            .as_ref()
+            .is_none_or(|r| r.iter().any(|r| r.contains(&t.line)));
+        if in_fn || !in_region {
             continue;
         }
-        match c {
-            '"' => in_str = true,
-            '\'' => {
-                // A char literal like '{' or '\n'; lifetimes ('a) have no closing quote soon after.
-                let mut look = chars.clone();
-                let a = look.next();
-                let b = look.next();
-                let c3 = look.next();
-                if a == Some('\\') && c3 == Some('\'') || b == Some('\'') {
-                    chars.next();
-                    chars.next();
-                    if a == Some('\\') {
-                        chars.next();
-                    }
-                }
-            }
-            '/' if chars.peek() == Some(&'/') => break,
-            '{' => depth += 1,
-            '}' => depth -= 1,
-            _ => {}
+        if t.import {
+            out.imports.push(t.text);
+        } else {
+            out.rest.push(t.text);
         }
     }
-    depth
-}
-
-fn block_end(lines: &[&str], from: usize) -> usize {
-    let mut depth = 0i64;
-    let mut opened = false;
-    for (j, line) in lines.iter().enumerate().skip(from) {
-        let d = brace_delta(line);
-        if line.contains('{') {
-            opened = true;
-        }
-        depth += d;
-        if opened && depth <= 0 {
-            return j + 1;
-        }
-    }
-    lines.len()
-}
-
-fn node_fns(lines: &[&str]) -> Vec<TestFn> {
-    let mut out = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        let t = line.trim_start();
-        let callee: String = t
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '.' || *c == '_')
-            .collect();
-        let base = callee.split('.').next().unwrap_or("");
-        if !matches!(base, "test" | "it") || !t[callee.len()..].starts_with('(') {
-            continue;
-        }
-        let after = t[callee.len() + 1..].trim_start();
-        let Some(q) = after
-            .chars()
-            .next()
-            .filter(|c| matches!(c, '\'' | '"' | '`'))
-        else {
-            continue;
-        };
-        let Some(close) = after[1..].find(q) else {
-            continue;
-        };
-        let name = after[1..1 + close].to_owned();
-        out.push(TestFn {
-            name,
-            start: i + 1,
-            end: block_end(lines, i),
-            assertions: 0,
-            skips: 0,
-        });
-    }
-    out
+    Some(out)
 }
 
 #[cfg(test)]
@@ -323,6 +177,7 @@ mod tests {
             fns,
             vec![
                 TestFn {
+                    key: "TestA".into(),
                     name: "TestA".into(),
                     start: 5,
                     end: 9,
@@ -330,6 +185,7 @@ mod tests {
                     skips: 0
                 },
                 TestFn {
+                    key: "TestB".into(),
                     name: "TestB".into(),
                     start: 11,
                     end: 13,
@@ -348,6 +204,7 @@ mod tests {
             fns,
             vec![
                 TestFn {
+                    key: "a".into(),
                     name: "a".into(),
                     start: 3,
                     end: 8,
@@ -355,6 +212,7 @@ mod tests {
                     skips: 1
                 },
                 TestFn {
+                    key: "b".into(),
                     name: "b".into(),
                     start: 10,
                     end: 13,
