@@ -7,7 +7,7 @@
 //! *selected*, without being changed, when what they use changes: code outside test functions in their
 //! file (a helper, a fixture, a table), a Python helper module they import (`tests/helpers.py`), a
 //! `conftest.py` or a non-code file (test data) of their directory, because real fixes often change only
-//! those (GATE_TRAPS 4). The ids come from the runner's results at head, so they are exactly what the runner
+//! those. The ids come from the runner's results at head, so they are exactly what the runner
 //! can select.
 
 use std::collections::{BTreeMap, BTreeSet};
