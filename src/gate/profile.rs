@@ -18,6 +18,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::error::VouchError;
+use crate::gate::lint::config::Sign;
 use crate::gate::results::Runner;
 
 use crate::gate::paths::Paths;
@@ -183,6 +184,11 @@ pub struct Step {
     /// Skip if any of these files contains its text.
     #[serde(default)]
     pub unless_contains: Vec<[String; 2]>,
+    /// Run only where the repository configures the tool, by any of these signs (else skipped "not
+    /// configured in this repository"): `{ file = "ruff.toml" }`, `{ file = "pyproject.toml", table =
+    /// "tool.ruff" }`, `{ dependency = "ruff" }`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub if_configured: Vec<Sign>,
     /// Test steps: how to read per-test results (cargo, go, pytest, node, generic).
     #[serde(default)]
     pub runner: Option<Runner>,

@@ -1,5 +1,6 @@
 //! The report as JUnit XML for CI: one suite of the steps (a test case each, failed, skipped or passed) and one
-//! of the new test failures (a failed case per test).
+//! of the new test failures (a failed case per test). A `preexisting` step (it fails at base alike) is not a
+//! failure of the change: its case passes, with `<system-out>preexisting: <note></system-out>`.
 //!
 //! Written with quick-xml, which escapes names and messages; characters XML 1.0 cannot hold at all (the
 //! control characters of coloured tool output) are dropped first.
@@ -54,6 +55,15 @@ fn write_junit(report: &Report, w: &mut Writer<Vec<u8>>) -> std::io::Result<()> 
         let note = st.note.as_deref().unwrap_or("");
         match st.status {
             StepStatus::Pass => w.write_event(Event::Empty(case))?,
+            // Not the change's failure, so not a JUnit failure either: a passing case that says so.
+            StepStatus::Preexisting => {
+                w.write_event(Event::Start(case))?;
+                w.write_event(Event::Start(BytesStart::new("system-out")))?;
+                let out = format!("{}: {note}", st.status.name());
+                w.write_event(Event::Text(BytesText::new(&xml_chars(&out))))?;
+                w.write_event(Event::End(BytesEnd::new("system-out")))?;
+                w.write_event(Event::End(BytesEnd::new("testcase")))?;
+            }
             StepStatus::Skipped => {
                 w.write_event(Event::Start(case))?;
                 w.write_event(Event::Empty(element("skipped", &[("message", note)])))?;
