@@ -15,7 +15,7 @@ use crate::gate::findings::read_log;
 use crate::gate::lint::{self, Finding, Findings, Format, Level, Scrub, Target};
 use crate::gate::outcome::StepStatus;
 use crate::gate::places::{open_room, places_logged, step_env};
-use crate::gate::profile::{Profile, StepKind};
+use crate::gate::profile::{Profile, Step, StepKind};
 use crate::gate::results::Runner;
 use crate::gate::schedule::{report_line, step_line};
 use crate::gate::steps::{self, plural, StepEnv, StepReport, LOG_TAIL_LINES};
@@ -37,7 +37,7 @@ fn scrub(env: &StepEnv) -> Scrub {
 
 /// Reads a check's or build's output once it ran: a structured output (JSON) gets a log tail people can read,
 /// and a tool that exits 0 while reporting errors (`go vet -json`) fails.
-pub(super) fn digest(report: &mut StepReport, env: &StepEnv) {
+pub(super) fn digest(step: &Step, report: &mut StepReport, env: &StepEnv) {
     if !(report.kind.parallel() || report.kind == StepKind::Build) || report.log.is_none() {
         return;
     }
@@ -47,7 +47,7 @@ pub(super) fn digest(report: &mut StepReport, env: &StepEnv) {
     }
     let lines: Vec<&str> = found.human.lines().collect();
     report.log_tail = lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n");
-    let errors: Vec<&Finding> = found.structured_errors().collect();
+    let errors: Vec<&Finding> = found.structured_failures(step.fail_on_warnings).collect();
     if report.status == StepStatus::Pass && !errors.is_empty() {
         report.status = StepStatus::Fail;
         report.note = Some(format!(
@@ -95,14 +95,14 @@ impl GateRun<'_> {
                 let pb = self.ui.start(&format!("{} at base", step.name));
                 let mut base_run =
                     steps::run_step(step, &base, &room, &prep.objects, self.cancel).await?;
-                digest(&mut base_run.report, &base);
+                digest(step, &mut base_run.report, &base);
                 self.ui
                     .done(pb, &format!("{} (at base)", step_line(&base_run)));
                 if base_run.report.status == StepStatus::Fail {
                     let at_head = lint::read(&read_log(report), &scrub(head), &head.room);
                     let at_base =
                         lint::read(&read_log(&base_run.report), &scrub(&base), &base.room);
-                    match compare(report.kind, &at_head, &at_base, &prep.profile) {
+                    match compare(step, &at_head, &at_base, &prep.profile) {
                         Judged::New(note) => report.note = Some(note),
                         Judged::Preexisting(detail) => {
                             report.status = StepStatus::Preexisting;
@@ -132,12 +132,14 @@ enum Judged {
 }
 
 /// Compares the findings of a step that fails at head and at base.
-fn compare(kind: StepKind, head: &Findings, base: &Findings, profile: &Profile) -> Judged {
-    let new = lint::new_findings(&head.items, &base.items);
+fn compare(step: &Step, head: &Findings, base: &Findings, profile: &Profile) -> Judged {
+    let warnings_fail = step.fail_on_warnings;
+    let (at_head, at_base) = (head.compared(warnings_fail), base.compared(warnings_fail));
+    let new = lint::new_findings(&at_head, &at_base);
     if !new.is_empty() {
         return Judged::New(new_findings_note(&new));
     }
-    if kind != StepKind::Build || head.format != Format::Cargo {
+    if step.kind != StepKind::Build || head.format != Format::Cargo {
         return Judged::Preexisting(None);
     }
     let (needed, unneeded) = failing_targets(head, profile);
@@ -284,6 +286,33 @@ mod tests {
         }
     }
 
+    fn step(profile: &Profile, kind: StepKind) -> &Step {
+        profile.steps.iter().find(|s| s.kind == kind).unwrap()
+    }
+
+    #[test]
+    fn a_new_warning_beside_a_preexisting_error_fails_clippy_but_not_the_build() {
+        let rust = Profile::preset("rust").unwrap();
+        let base = cargo(vec![cargo_error(
+            "bench",
+            "benches/b.rs",
+            "#![feature(test)]",
+        )]);
+        let mut head = base.clone();
+        let mut warning = cargo_error("lib", "src/lib.rs", "let unused = 1;");
+        warning.rule = "unused_variables".into();
+        warning.level = Level::Warning;
+        head.items.push(warning);
+        assert!(matches!(
+            compare(step(&rust, StepKind::Build), &head, &base, &rust),
+            Judged::Preexisting(_)
+        ));
+        match compare(step(&rust, StepKind::Lint), &head, &base, &rust) {
+            Judged::New(note) => assert!(note.contains("src/lib.rs:1:1"), "{note}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn a_build_failing_the_same_at_base_only_in_a_bench_is_preexisting() {
         let rust = Profile::preset("rust").unwrap();
@@ -293,13 +322,13 @@ mod tests {
             "#![feature(test)]",
         )]);
         assert_eq!(
-            compare(StepKind::Build, &bench, &bench, &rust),
+            compare(step(&rust, StepKind::Build), &bench, &bench, &rust),
             Judged::Preexisting(Some("only in bench `b` (benches/b.rs)".into()))
         );
         // The same errors in a target `cargo test` builds are blamed.
         let lib = cargo(vec![cargo_error("lib", "src/lib.rs", "#![feature(test)]")]);
         assert_eq!(
-            compare(StepKind::Build, &lib, &lib, &rust),
+            compare(step(&rust, StepKind::Build), &lib, &lib, &rust),
             Judged::New(
                 "fails at base too, with the same errors, but in a target the tests need: lib `b` (src/lib.rs)"
                     .into()
@@ -310,7 +339,7 @@ mod tests {
         more.items
             .push(cargo_error("bench", "benches/b.rs", "calc::sub(1, 2)"));
         assert!(matches!(
-            compare(StepKind::Build, &more, &bench, &rust),
+            compare(step(&rust, StepKind::Build), &more, &bench, &rust),
             Judged::New(_)
         ));
     }
@@ -342,7 +371,7 @@ mod tests {
         let rust = Profile::preset("rust").unwrap();
         let lib = cargo(vec![cargo_error("lib", "src/lib.rs", "x")]);
         assert_eq!(
-            compare(StepKind::Lint, &lib, &lib, &rust),
+            compare(step(&rust, StepKind::Lint), &lib, &lib, &rust),
             Judged::Preexisting(None)
         );
     }

@@ -175,6 +175,10 @@ pub struct Step {
     /// Fail when the command prints anything on stdout (like `gofmt -l`), even if it exits 0.
     #[serde(default)]
     pub fail_if_output: bool,
+    /// Fail when the tool's structured output has warnings, even if it exits 0: clippy run without `-D
+    /// warnings`, so that a lint in a library does not stop its tests and benches from being checked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fail_on_warnings: bool,
     /// Run only if one of these files exists in the tree (else skipped with a note).
     #[serde(default)]
     pub if_exists: Vec<String>,

@@ -116,7 +116,7 @@ impl GateRun<'_> {
                 }
                 let pb = ui.start(&format!("{} ({:?})", step.name, step.kind).to_lowercase());
                 let mut run = steps::run_step(step, env, room, &prep.objects, cancel).await?;
-                checks::digest(&mut run.report, env);
+                checks::digest(step, &mut run.report, env);
                 let status = run.report.status;
                 let later = (step.kind == StepKind::Test && status != StepStatus::Skipped)
                     || (compare && checks::compared_at_base(step.kind, status));

@@ -94,6 +94,11 @@ impl Finding {
         out
     }
 
+    /// Whether it fails a step: an error does, a warning where the step fails on warnings.
+    pub fn fails(&self, warnings_fail: bool) -> bool {
+        self.level == Level::Error || warnings_fail
+    }
+
     /// A finding read from a line of text (the fallback): its key is the normalised line.
     pub fn text_line(line: &str, level: Level) -> Finding {
         Finding {
@@ -147,11 +152,25 @@ impl Findings {
             .or(self.items.first())
     }
 
-    /// Findings a structured reader found (not text lines), at error level.
-    pub fn structured_errors(&self) -> impl Iterator<Item = &Finding> {
+    /// Findings a structured reader found (not text lines) that fail a step: errors, and warnings too when
+    /// the step fails on them.
+    pub fn structured_failures(&self, warnings_fail: bool) -> impl Iterator<Item = &Finding> {
         self.items
             .iter()
-            .filter(|f| f.level == Level::Error && !f.rule.is_empty())
+            .filter(move |f| !f.rule.is_empty() && f.fails(warnings_fail))
+    }
+
+    /// The findings a comparison with base counts: for a structured output those that fail the step (a
+    /// warning of a build that fails for an error elsewhere is not the failure), for text every finding.
+    pub fn compared(&self, warnings_fail: bool) -> Vec<Finding> {
+        if !self.format.structured() {
+            return self.items.clone();
+        }
+        self.items
+            .iter()
+            .filter(|f| f.fails(warnings_fail))
+            .cloned()
+            .collect()
     }
 }
 
