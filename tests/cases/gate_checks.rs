@@ -96,11 +96,16 @@ fn a_build_error_of_the_change_is_blamed_even_beside_a_broken_bench() {
 
 #[test]
 fn a_build_failure_is_named_by_its_first_error_not_a_warning() {
+    // The library builds first, with a warning that names a room file; the error is in a test target built
+    // after it.
     let repo = krate(LIB);
-    let broken = fixed(LIB).replace("    a + b\n", "    let unused = 1;\n    a + b + \"one\"\n");
-    repo.write("src/lib.rs", &broken);
-    repo.write("tests/abs.rs", ABS_TEST);
-    repo.commit("fix abs, and break add");
+    let warned = fixed(LIB).replace("    a + b\n", "    let unused = 1;\n    a + b\n");
+    repo.write("src/lib.rs", &warned);
+    repo.write(
+        "tests/abs.rs",
+        &ABS_TEST.replace("calc::abs(-3), 3", "calc::abs(-3) + \"one\", 3"),
+    );
+    repo.commit("fix abs, with a broken test");
     let g = repo.gate(&["--base", "HEAD~1", "--no-bite"]);
     assert_eq!(g.verdict(), "fail", "{}", g.explain());
     assert_eq!(g.step("build")["status"], "fail", "{}", g.explain());
@@ -110,7 +115,7 @@ fn a_build_failure_is_named_by_its_first_error_not_a_warning() {
         .find(|r| r.starts_with("step `build`"))
         .unwrap_or_else(|| panic!("no build reason: {}", g.explain()));
     assert!(
-        reason.contains("src/lib.rs:4:11") && reason.contains("E0277"),
+        reason.contains("tests/abs.rs:3:") && reason.contains("E0277"),
         "{reason}\n{}",
         g.explain()
     );
