@@ -200,6 +200,24 @@ mod tests {
     }
 
     #[test]
+    fn a_preexisting_step_is_a_passing_case_that_says_so() {
+        let mut report = sample();
+        let clippy = report.steps.iter_mut().find(|s| s.name == "lint").unwrap();
+        clippy.status = StepStatus::Preexisting;
+        clippy.note = Some("fails at base too, with the same findings".into());
+        let got = read_back(&report.junit().unwrap());
+        assert_eq!(got[1], r#"<testsuite> name="steps" tests="3" failures="1""#);
+        assert_eq!(
+            got[3..6],
+            [
+                r#"<testcase> classname="vouch.gate" name="lint" time="0.000""#.to_string(),
+                "<system-out> ".to_string(),
+                r#"text "preexisting: fails at base too, with the same findings""#.to_string(),
+            ]
+        );
+    }
+
+    #[test]
     fn control_characters_are_dropped_and_other_text_kept() {
         assert_eq!(xml_chars("a\u{1b}[0m\tb\r\n\u{7}"), "a[0m\tb\r\n");
         assert!(matches!(xml_chars("plain <text>"), Cow::Borrowed(_)));
