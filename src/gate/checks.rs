@@ -1,32 +1,75 @@
-//! Checks (format, vet, lint) that fail at head are run at base too: findings already there are not the
-//! change's, so a step whose findings all occur at base passes with a note, and one with new findings names
-//! them.
+//! Checks (format, vet, lint) and builds that fail at head are run at base too: findings already there are
+//! not the change's, so a step whose findings all occur at base is `preexisting` (reported, not blamed), and
+//! one with new findings names them with their real location.
 //!
-//! Unlike the test baseline this is not cached: checks are quick, and only the failing ones run, in the base
-//! room with logs of their own (`base-checks`). The comparison of two logs is pure, in
-//! [`judge::new_findings`](crate::gate::judge::new_findings).
+//! Findings are read as data ([`lint`](crate::gate::lint)) and compared by rule, file and flagged source text,
+//! with machine paths replaced by placeholders, never by line numbers or summary lines. A build is
+//! pre-existing only where the test step does not need what fails: for cargo, the targets that fail at head
+//! (each error names its target) must fail identically at base and be targets `cargo test` does not build
+//! (benches, unless the test step asks for them). Unlike the test baseline this is not cached: only the
+//! failing steps run, in the base room with logs of their own (`base-checks`).
 
 use anyhow::Result;
 
 use crate::gate::findings::read_log;
-use crate::gate::judge;
+use crate::gate::lint::{self, Finding, Findings, Format, Level, Scrub, Target};
 use crate::gate::outcome::StepStatus;
 use crate::gate::places::{open_room, places_logged, step_env};
-use crate::gate::schedule::step_line;
-use crate::gate::steps::{self, plural, StepReport};
+use crate::gate::profile::{Profile, Step, StepKind};
+use crate::gate::results::Runner;
+use crate::gate::schedule::{report_line, step_line};
+use crate::gate::steps::{self, plural, StepEnv, StepReport, LOG_TAIL_LINES};
 use crate::gate::GateRun;
 
 /// How many new findings a step's note shows.
 const SHOWN_FINDINGS: usize = 5;
 
+/// Whether a step that ended with `status` is run at base and compared: failing format, vet, lint and build
+/// steps.
+pub(super) fn compared_at_base(kind: StepKind, status: StepStatus) -> bool {
+    status == StepStatus::Fail && (kind.parallel() || kind == StepKind::Build)
+}
+
+/// The placeholders of the machine paths of a step's environment.
+fn scrub(env: &StepEnv) -> Scrub {
+    Scrub::new(&env.room, &env.cache, &env.home(), &env.logs)
+}
+
+/// Reads a check's or build's output once it ran: a structured output (JSON) gets a log tail people can read,
+/// and a tool that exits 0 while reporting errors (`go vet -json`) fails.
+pub(super) fn digest(step: &Step, report: &mut StepReport, env: &StepEnv) {
+    if !(report.kind.parallel() || report.kind == StepKind::Build) || report.log.is_none() {
+        return;
+    }
+    let found = lint::read(&read_log(report), &Scrub::room(&env.room), &env.room);
+    if !found.format.structured() {
+        return;
+    }
+    let lines: Vec<&str> = found.human.lines().collect();
+    report.log_tail = lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n");
+    let errors: Vec<&Finding> = found.structured_failures(step.fail_on_warnings).collect();
+    if report.status == StepStatus::Pass && !errors.is_empty() {
+        report.status = StepStatus::Fail;
+        report.note = Some(format!(
+            "it reports {}: {}",
+            plural(errors.len(), "finding"),
+            shown(&errors)
+        ));
+    }
+}
+
 impl GateRun<'_> {
-    /// Runs the failing format, vet and lint steps at base and compares findings: a step whose findings at head
-    /// all occur at base too (line numbers aside) passes with a note; otherwise the new findings are named.
-    pub(super) async fn judge_checks(&mut self, reports: &mut [StepReport]) -> Result<()> {
+    /// Runs the failing format, vet, lint and build steps at base and compares their findings (see the module
+    /// documentation); `head` is where they ran at head.
+    pub(super) async fn judge_checks(
+        &mut self,
+        head: &StepEnv,
+        reports: &mut [StepReport],
+    ) -> Result<()> {
         let failing: Vec<usize> = reports
             .iter()
             .enumerate()
-            .filter(|(_, r)| r.status == StepStatus::Fail && r.kind.parallel())
+            .filter(|(_, r)| compared_at_base(r.kind, r.status))
             .map(|(i, _)| i)
             .collect();
         if failing.is_empty() {
@@ -36,67 +79,154 @@ impl GateRun<'_> {
         let places = places_logged(self.opts, prep, "base", "base-checks")?;
         let pb = self.ui.start("running the failing checks at base");
         let room = open_room(prep, &prep.base.sha, places.room.clone()).await?;
-        let env = step_env(prep, &room, &places);
+        let base = step_env(prep, &room, &places);
         self.ui
             .done(pb, &format!("  room     base at {}", room.dir().display()));
         for i in failing {
-            let Some(step) = prep
-                .profile
-                .steps
-                .iter()
-                .find(|s| s.name == reports[i].name)
-            else {
+            let report = &mut reports[i];
+            let Some(step) = prep.profile.steps.iter().find(|s| s.name == report.name) else {
                 continue;
             };
-            if steps::not_applicable(step, room.dir()).is_some()
-                || steps::missing_tool(step, &env, self.cancel).await.is_some()
-            {
-                continue;
+            let runs_at_base = steps::not_applicable(step, room.dir()).is_none()
+                && steps::missing_tool(step, &base, self.cancel)
+                    .await
+                    .is_none();
+            if runs_at_base {
+                let pb = self.ui.start(&format!("{} at base", step.name));
+                let mut base_run =
+                    steps::run_step(step, &base, &room, &prep.objects, self.cancel).await?;
+                digest(step, &mut base_run.report, &base);
+                self.ui
+                    .done(pb, &format!("{} (at base)", step_line(&base_run)));
+                if base_run.report.status == StepStatus::Fail {
+                    let at_head = lint::read(&read_log(report), &scrub(head), &head.room);
+                    let at_base =
+                        lint::read(&read_log(&base_run.report), &scrub(&base), &base.room);
+                    match compare(step, &at_head, &at_base, &prep.profile) {
+                        Judged::New(note) => report.note = Some(note),
+                        Judged::Preexisting(detail) => {
+                            report.status = StepStatus::Preexisting;
+                            report.note =
+                                Some(preexisting_note(detail.as_deref(), report.note.as_deref()));
+                            self.notes.push(format!(
+                                "step `{}` fails at base with the same findings; not blamed",
+                                report.name
+                            ));
+                        }
+                    }
+                }
             }
-            let pb = self.ui.start(&format!("{} at base", step.name));
-            let base_run = steps::run_step(step, &env, &room, &prep.objects, self.cancel).await?;
-            self.ui
-                .done(pb, &format!("{} (at base)", step_line(&base_run)));
-            if base_run.report.status != StepStatus::Fail {
-                continue;
-            }
-            let new = judge::new_findings(&read_log(&reports[i]), &read_log(&base_run.report));
-            if new.is_empty() {
-                let r = &mut reports[i];
-                r.status = StepStatus::Pass;
-                r.note = Some(preexisting_note(r.note.as_deref()));
-                self.notes.push(format!(
-                    "step `{}` fails at base with the same findings; not blamed",
-                    r.name
-                ));
-            } else {
-                reports[i].note = Some(new_findings_note(&new));
-            }
+            self.ui.line(&report_line(report));
         }
         Ok(())
     }
 }
 
-/// The note of a check whose findings are all at base, before its own note.
-fn preexisting_note(note: Option<&str>) -> String {
+/// What the comparison of a failing step with base decides.
+#[derive(Debug, PartialEq, Eq)]
+enum Judged {
+    /// Blamed: the note says why (new findings, or a failing target the tests need).
+    New(String),
+    /// Every finding is at base too; for a build, the targets that fail.
+    Preexisting(Option<String>),
+}
+
+/// Compares the findings of a step that fails at head and at base.
+fn compare(step: &Step, head: &Findings, base: &Findings, profile: &Profile) -> Judged {
+    let warnings_fail = step.fail_on_warnings;
+    let (at_head, at_base) = (head.compared(warnings_fail), base.compared(warnings_fail));
+    let new = lint::new_findings(&at_head, &at_base);
+    if !new.is_empty() {
+        return Judged::New(new_findings_note(&new));
+    }
+    if step.kind != StepKind::Build || head.format != Format::Cargo {
+        return Judged::Preexisting(None);
+    }
+    let (needed, unneeded) = failing_targets(head, profile);
+    if !needed.is_empty() {
+        return Judged::New(format!(
+            "fails at base too, with the same errors, but in {} the tests need: {}",
+            if needed.len() == 1 {
+                "a target"
+            } else {
+                "targets"
+            },
+            needed.join(", ")
+        ));
+    }
+    Judged::Preexisting((!unneeded.is_empty()).then(|| format!("only in {}", unneeded.join(", "))))
+}
+
+/// The targets with errors in a cargo build, split into those the test steps build and those they do not,
+/// each as `bench `b` (benches/b.rs)`. An error cargo does not attribute to a target (a failed build script,
+/// a manifest error) counts as needed.
+fn failing_targets(found: &Findings, profile: &Profile) -> (Vec<String>, Vec<String>) {
+    let mut targets: Vec<&Target> = Vec::new();
+    let mut unattributed = Vec::new();
+    for f in found.items.iter().filter(|f| f.level == Level::Error) {
+        if f.targets.is_empty() {
+            unattributed.push(f.describe());
+        }
+        for t in &f.targets {
+            if !targets.contains(&t) {
+                targets.push(t);
+            }
+        }
+    }
+    let mut needed: Vec<String> = unattributed;
+    let mut unneeded = Vec::new();
+    for t in targets {
+        let named = format!("{} `{}` ({})", t.kind, t.name, t.root);
+        if tests_build(profile, &t.kind) {
+            needed.push(named);
+        } else {
+            unneeded.push(named);
+        }
+    }
+    (needed, unneeded)
+}
+
+/// Whether the profile's test steps build a cargo target of this kind: `cargo test` builds every kind but
+/// benches, unless it is asked for them (`--benches`, `--bench`, `--all-targets`); a test step cargo does not
+/// run might build anything.
+fn tests_build(profile: &Profile, kind: &str) -> bool {
+    if kind != "bench" {
+        return true;
+    }
+    profile.test_steps().any(|s| {
+        s.runner() != Runner::Cargo
+            || s.raw_argv().iter().any(|a| {
+                matches!(a.as_str(), "--benches" | "--all-targets") || a.starts_with("--bench")
+            })
+    })
+}
+
+/// The note of a step whose findings are all at base, before its own note.
+fn preexisting_note(detail: Option<&str>, note: Option<&str>) -> String {
     format!(
-        "fails at base too, with the same findings: pre-existing, not blamed (--strict-baseline blames them){}",
+        "fails at base too, with the same findings{}: pre-existing, not blamed (--strict-baseline blames them){}",
+        detail.map(|d| format!(", {d}")).unwrap_or_default(),
         note.map(|n| format!("; {n}")).unwrap_or_default()
     )
 }
 
-/// The note of a check with findings base does not have, the first few shown.
-fn new_findings_note(new: &[String]) -> String {
-    let shown: Vec<&str> = new
-        .iter()
-        .take(SHOWN_FINDINGS)
-        .map(String::as_str)
-        .collect();
+/// The note of a step with findings base does not have, the first few shown with their location.
+fn new_findings_note(new: &[&Finding]) -> String {
     format!(
         "fails at base too, but with {} not there: {}",
         plural(new.len(), "new finding"),
-        shown.join(" | ")
+        shown(new)
     )
+}
+
+/// The first few findings, described.
+fn shown(found: &[&Finding]) -> String {
+    found
+        .iter()
+        .take(SHOWN_FINDINGS)
+        .map(|f| f.describe())
+        .collect::<Vec<_>>()
+        .join(" | ")
 }
 
 #[cfg(test)]
@@ -106,21 +236,143 @@ mod tests {
     #[test]
     fn a_check_failing_the_same_at_base_keeps_its_own_note_after_the_verdict() {
         assert_eq!(
-            preexisting_note(Some("it lists 1 file: a.go")),
+            preexisting_note(None, Some("it lists 1 file: a.go")),
             "fails at base too, with the same findings: pre-existing, not blamed (--strict-baseline blames them); it lists 1 file: a.go"
         );
     }
 
+    fn line(text: &str) -> Finding {
+        Finding::text_line(text, Level::Error)
+    }
+
     #[test]
     fn new_findings_are_counted_and_the_first_five_shown() {
-        let new: Vec<String> = (1..=7).map(|i| format!("f{i}")).collect();
+        let new: Vec<Finding> = (1..=7).map(|i| line(&format!("f{i}"))).collect();
+        let refs: Vec<&Finding> = new.iter().collect();
         assert_eq!(
-            new_findings_note(&new),
+            new_findings_note(&refs),
             "fails at base too, but with 7 new findings not there: f1 | f2 | f3 | f4 | f5"
         );
+        let one = line("x.py: F401");
         assert_eq!(
-            new_findings_note(&["x.py: F401".to_string()]),
+            new_findings_note(&[&one]),
             "fails at base too, but with 1 new finding not there: x.py: F401"
+        );
+    }
+
+    fn cargo_error(kind: &str, file: &str, text: &str) -> Finding {
+        Finding {
+            rule: "E0554".into(),
+            file: file.into(),
+            line: Some(1),
+            column: Some(1),
+            end_line: None,
+            text: text.into(),
+            message: "`#![feature]` may not be used on the stable release channel".into(),
+            level: Level::Error,
+            targets: vec![Target {
+                kind: kind.into(),
+                name: "b".into(),
+                root: file.into(),
+            }],
+        }
+    }
+
+    fn cargo(items: Vec<Finding>) -> Findings {
+        Findings {
+            format: Format::Cargo,
+            items,
+            human: String::new(),
+        }
+    }
+
+    fn step(profile: &Profile, kind: StepKind) -> &Step {
+        profile.steps.iter().find(|s| s.kind == kind).unwrap()
+    }
+
+    #[test]
+    fn a_new_warning_beside_a_preexisting_error_fails_clippy_but_not_the_build() {
+        let rust = Profile::preset("rust").unwrap();
+        let base = cargo(vec![cargo_error(
+            "bench",
+            "benches/b.rs",
+            "#![feature(test)]",
+        )]);
+        let mut head = base.clone();
+        let mut warning = cargo_error("lib", "src/lib.rs", "let unused = 1;");
+        warning.rule = "unused_variables".into();
+        warning.level = Level::Warning;
+        head.items.push(warning);
+        assert!(matches!(
+            compare(step(&rust, StepKind::Build), &head, &base, &rust),
+            Judged::Preexisting(_)
+        ));
+        match compare(step(&rust, StepKind::Lint), &head, &base, &rust) {
+            Judged::New(note) => assert!(note.contains("src/lib.rs:1:1"), "{note}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_build_failing_the_same_at_base_only_in_a_bench_is_preexisting() {
+        let rust = Profile::preset("rust").unwrap();
+        let bench = cargo(vec![cargo_error(
+            "bench",
+            "benches/b.rs",
+            "#![feature(test)]",
+        )]);
+        assert_eq!(
+            compare(step(&rust, StepKind::Build), &bench, &bench, &rust),
+            Judged::Preexisting(Some("only in bench `b` (benches/b.rs)".into()))
+        );
+        // The same errors in a target `cargo test` builds are blamed.
+        let lib = cargo(vec![cargo_error("lib", "src/lib.rs", "#![feature(test)]")]);
+        assert_eq!(
+            compare(step(&rust, StepKind::Build), &lib, &lib, &rust),
+            Judged::New(
+                "fails at base too, with the same errors, but in a target the tests need: lib `b` (src/lib.rs)"
+                    .into()
+            )
+        );
+        // A new error in the bench is the change's.
+        let mut more = bench.clone();
+        more.items
+            .push(cargo_error("bench", "benches/b.rs", "calc::sub(1, 2)"));
+        assert!(matches!(
+            compare(step(&rust, StepKind::Build), &more, &bench, &rust),
+            Judged::New(_)
+        ));
+    }
+
+    #[test]
+    fn benches_are_needed_when_the_test_step_builds_them_or_is_not_cargo() {
+        let mut rust = Profile::preset("rust").unwrap();
+        assert!(!tests_build(&rust, "bench"));
+        assert!(tests_build(&rust, "example"));
+        let test = rust
+            .steps
+            .iter_mut()
+            .find(|s| s.kind == StepKind::Test)
+            .unwrap();
+        test.argv = Some(vec!["cargo".into(), "test".into(), "--all-targets".into()]);
+        assert!(tests_build(&rust, "bench"));
+        let test = rust
+            .steps
+            .iter_mut()
+            .find(|s| s.kind == StepKind::Test)
+            .unwrap();
+        test.runner = None;
+        test.argv = Some(vec!["make".into(), "test".into()]);
+        assert!(tests_build(&rust, "bench"));
+    }
+
+    #[test]
+    fn a_check_with_the_same_findings_is_preexisting_whatever_its_targets() {
+        let rust = Profile::preset("rust").unwrap();
+        let lib = cargo(vec![cargo_error("lib", "src/lib.rs", "x")]);
+        assert_eq!(
+            compare(step(&rust, StepKind::Lint), &lib, &lib, &rust),
+            Judged::Preexisting(None)
         );
     }
 }

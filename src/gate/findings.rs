@@ -3,10 +3,12 @@
 //!
 //! The gate's messages must say what is wrong without opening a log, and tools print that in a handful of
 //! shapes (rustfmt `Diff in`, gofmt's file list, rustc/clippy `-->` locations, go vet and ruff `file:line:`
-//! lines, Python tracebacks). These functions are heuristics over those shapes, kept pure and in one place.
+//! lines, Python tracebacks). A tool that printed JSON is read structurally ([`lint`](crate::gate::lint));
+//! the rest are heuristics over those shapes, kept pure and in one place.
 
 use std::path::Path;
 
+use crate::gate::lint::{self, Scrub};
 use crate::gate::outcome::{Finding, Rule, StepStatus};
 use crate::gate::profile::StepKind;
 use crate::gate::steps::StepReport;
@@ -101,12 +103,24 @@ pub fn mentioned_files(tail: &str, room: &Path) -> Vec<String> {
     out
 }
 
-/// A short, specific account of a failed step: the files a formatter names, or the first finding of a linter
-/// or compiler with its location, else the first line that looks like an error.
+/// A short, specific account of a failed step: the files a formatter names, or the first error of a linter
+/// or compiler with its location (read structurally when the tool printed JSON), else the first line that
+/// looks like an error.
 pub fn failure_detail(st: &StepReport, room: &Path) -> Option<String> {
     let files = mentioned_files(&st.log_tail, room);
     if st.kind == StepKind::Format && !files.is_empty() {
         return Some(format!("not formatted: {}", files.join(", ")));
+    }
+    let found = lint::read(&read_log(st), &Scrub::room(room), room);
+    if found.format.structured() {
+        if let Some(f) = found.first_error() {
+            return Some(f.describe().chars().take(LINE_CHARS).collect());
+        }
+    }
+    if st.kind == StepKind::Build {
+        if let Some(error) = first_compiler_error(&st.log_tail) {
+            return Some(error);
+        }
     }
     if let Some(first) = files.first() {
         let lines: Vec<&str> = st
@@ -137,6 +151,31 @@ pub fn failure_detail(st: &StepReport, room: &Path) -> Option<String> {
         }
     }
     first_error_line(&st.log_tail)
+}
+
+/// The first `error` line of a compiler's text output (never a warning, never a summary), with the location
+/// rustc prints under it: `error[E0425]: cannot find value `y` (src/lib.rs:3:5)`.
+fn first_compiler_error(tail: &str) -> Option<String> {
+    let lines: Vec<&str> = tail
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let i = lines
+        .iter()
+        .position(|l| l.starts_with("error") && !lint::text::is_summary(l))?;
+    let at = lines[i + 1..]
+        .iter()
+        .take(2)
+        .find_map(|l| l.strip_prefix("-->"))
+        .map(|l| format!(" ({})", l.trim()))
+        .unwrap_or_default();
+    Some(
+        format!("{}{at}", lines[i])
+            .chars()
+            .take(LINE_CHARS)
+            .collect(),
+    )
 }
 
 /// The first line that looks like an error (or a formatter's complaint), else the last line.
@@ -271,6 +310,42 @@ mod tests {
             Some("last line")
         );
         assert_eq!(first_error_line(""), None);
+    }
+
+    #[test]
+    fn a_build_failure_is_named_by_its_first_error_not_by_a_warning_before_it() {
+        let dir = room(&["src/lib.rs"]);
+        let build = failed(
+            "build",
+            StepKind::Build,
+            "   Compiling calc v0.1.0\nwarning: unused variable: `unused`\n --> src/lib.rs:3:9\n  |\nerror[E0277]: cannot add `&str` to `i64`\n --> src/lib.rs:4:11\n  |\nerror: could not compile `calc` (lib) due to 1 previous error\n",
+        );
+        assert_eq!(
+            failure_detail(&build, dir.path()).as_deref(),
+            Some("error[E0277]: cannot add `&str` to `i64` (src/lib.rs:4:11)")
+        );
+    }
+
+    #[test]
+    fn a_structured_output_is_named_by_its_first_error_with_its_real_location() {
+        let dir = room(&["src/lib.rs"]);
+        let json = serde_json::json!({
+            "reason": "compiler-message",
+            "target": {"kind": ["lib"], "name": "calc", "src_path": "src/lib.rs"},
+            "message": {"message": "unneeded `return` statement", "level": "error",
+                "code": {"code": "clippy::needless_return"}, "rendered": "error: unneeded",
+                "spans": [{"file_name": "src/lib.rs", "line_start": 9, "column_start": 5,
+                    "is_primary": true, "text": [{"text": "    return x;"}]}]}
+        });
+        let clippy = failed(
+            "clippy",
+            StepKind::Lint,
+            &format!("{json}\nerror: could not compile `calc` (lib) due to 1 previous error\n"),
+        );
+        assert_eq!(
+            failure_detail(&clippy, dir.path()).as_deref(),
+            Some("src/lib.rs:9:5: unneeded `return` statement [clippy::needless_return]")
+        );
     }
 
     #[test]

@@ -127,73 +127,6 @@ pub fn passed_on_rerun(wanted: &BTreeSet<String>, reruns: &[TestResult]) -> BTre
         .collect()
 }
 
-/// A finding of a checker's output, made comparable between two rooms and two versions of a file: room paths
-/// and line:column numbers are dropped, whitespace is collapsed.
-fn normalize_finding(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.trim().chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == ':' && chars.peek().is_some_and(|d| d.is_ascii_digit()) {
-            while chars
-                .peek()
-                .is_some_and(|d| d.is_ascii_digit() || *d == ':')
-            {
-                chars.next();
-            }
-            out.push_str(":N");
-            continue;
-        }
-        if c.is_whitespace() {
-            if !out.ends_with(' ') {
-                out.push(' ');
-            }
-            continue;
-        }
-        out.push(c);
-    }
-    // A room's absolute path differs between head and base: keep what follows the last "/rooms/.../<role>/".
-    if let Some(pos) = out.find("/rooms/") {
-        if let Some(rest) = out[pos..].splitn(5, '/').nth(4) {
-            out = format!("{}{}", &out[..pos], rest);
-        }
-    }
-    out
-}
-
-/// Whether a line of checker output is a finding (names a file position or says error/warning), not chatter
-/// like a summary count or a timing.
-fn is_finding(line: &str) -> bool {
-    let t = line.trim_start().to_lowercase();
-    let has_position = line
-        .split(':')
-        .nth(1)
-        .is_some_and(|p| p.chars().next().is_some_and(|c| c.is_ascii_digit()));
-    (has_position && line.contains('.'))
-        || t.starts_with("error")
-        || t.starts_with("warning")
-        || t.starts_with("-->")
-        || t.starts_with("would reformat")
-        || t.starts_with("diff in")
-        || (!t.contains(' ') && t.contains('.') && !t.ends_with('.'))
-}
-
-/// Findings of `head` (a checker's output) that do not occur in `base`, counted as multisets.
-pub fn new_findings(head: &str, base: &str) -> Vec<String> {
-    let mut base_counts: BTreeMap<String, usize> = BTreeMap::new();
-    for l in base.lines().filter(|l| is_finding(l)) {
-        *base_counts.entry(normalize_finding(l)).or_insert(0) += 1;
-    }
-    let mut out = Vec::new();
-    for l in head.lines().filter(|l| is_finding(l)) {
-        let key = normalize_finding(l);
-        match base_counts.get_mut(&key) {
-            Some(n) if *n > 0 => *n -= 1,
-            _ => out.push(l.trim().to_owned()),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,36 +240,6 @@ mod tests {
         assert_eq!(
             j.new_failures,
             vec!["flaky".to_string(), "new".into(), "old".into()]
-        );
-    }
-
-    #[test]
-    fn findings_already_at_base_are_not_new_even_when_lines_moved() {
-        let base =
-            "error: unexpected `cfg` condition name: `x`\n --> tests/a.rs:12:7\nFound 1 error.\n";
-        let head =
-            "error: unexpected `cfg` condition name: `x`\n --> tests/a.rs:15:7\nFound 1 error.\n";
-        assert!(new_findings(head, base).is_empty());
-        let head2 = format!("{head}calc.py:3:1: F401 `os` imported but unused\nFound 2 errors.\n");
-        assert_eq!(
-            new_findings(&head2, base),
-            vec!["calc.py:3:1: F401 `os` imported but unused".to_string()]
-        );
-    }
-
-    #[test]
-    fn a_repeated_finding_counts_once_per_occurrence() {
-        let base = "a.go:1:1: bad\n";
-        let head = "a.go:1:1: bad\na.go:9:1: bad\n";
-        assert_eq!(new_findings(head, base), vec!["a.go:9:1: bad".to_string()]);
-    }
-
-    #[test]
-    fn a_file_list_like_gofmt_l_compares_by_name() {
-        assert!(new_findings("old.go\n", "old.go\n").is_empty());
-        assert_eq!(
-            new_findings("old.go\nnew.go\n", "old.go\n"),
-            vec!["new.go".to_string()]
         );
     }
 

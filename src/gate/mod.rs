@@ -14,6 +14,7 @@ pub mod bite;
 mod checks;
 pub mod findings;
 pub mod judge;
+pub mod lint;
 pub mod outcome;
 pub mod paths;
 mod places;
@@ -94,7 +95,7 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
     let mut reports = gate.run_steps(&env, &head_room, &skip_notes).await?;
     // A check that fails at head is run at base too: findings already there are not the change's.
     if !opts.strict_baseline && !opts.no_baseline {
-        gate.judge_checks(&mut reports).await?;
+        gate.judge_checks(&env, &mut reports).await?;
         if cancel.is_cancelled() {
             return Err(VouchError::Interrupted.into());
         }

@@ -89,6 +89,9 @@ impl ClaimOutcome {
 pub enum StepStatus {
     Pass,
     Fail,
+    /// Fails at head as it fails at base (the same findings, or only tests failing at base too): reported,
+    /// not blamed on the change (`--strict-baseline` blames it).
+    Preexisting,
     Skipped,
     Error,
     Timeout,
@@ -107,6 +110,7 @@ impl StepStatus {
         match self {
             StepStatus::Pass => "pass",
             StepStatus::Fail => "fail",
+            StepStatus::Preexisting => "preexisting",
             StepStatus::Skipped => "skipped",
             StepStatus::Error => "error",
             StepStatus::Timeout => "timeout",
@@ -305,6 +309,7 @@ mod tests {
         for s in [
             StepStatus::Pass,
             StepStatus::Fail,
+            StepStatus::Preexisting,
             StepStatus::Skipped,
             StepStatus::Error,
             StepStatus::Timeout,

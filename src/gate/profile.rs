@@ -18,6 +18,7 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
 use crate::error::VouchError;
+use crate::gate::lint::config::Sign;
 use crate::gate::results::Runner;
 
 use crate::gate::paths::Paths;
@@ -174,6 +175,10 @@ pub struct Step {
     /// Fail when the command prints anything on stdout (like `gofmt -l`), even if it exits 0.
     #[serde(default)]
     pub fail_if_output: bool,
+    /// Fail when the tool's structured output has warnings, even if it exits 0: clippy run without `-D
+    /// warnings`, so that a lint in a library does not stop its tests and benches from being checked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fail_on_warnings: bool,
     /// Run only if one of these files exists in the tree (else skipped with a note).
     #[serde(default)]
     pub if_exists: Vec<String>,
@@ -183,6 +188,11 @@ pub struct Step {
     /// Skip if any of these files contains its text.
     #[serde(default)]
     pub unless_contains: Vec<[String; 2]>,
+    /// Run only where the repository configures the tool, by any of these signs (else skipped "not
+    /// configured in this repository"): `{ file = "ruff.toml" }`, `{ file = "pyproject.toml", table =
+    /// "tool.ruff" }`, `{ dependency = "ruff" }`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub if_configured: Vec<Sign>,
     /// Test steps: how to read per-test results (cargo, go, pytest, node, generic).
     #[serde(default)]
     pub runner: Option<Runner>,

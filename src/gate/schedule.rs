@@ -15,7 +15,7 @@ use crate::error::VouchError;
 use crate::gate::outcome::StepStatus;
 use crate::gate::profile::{Step, StepKind};
 use crate::gate::steps::{self, human, StepEnv, StepReport, StepRun};
-use crate::gate::GateRun;
+use crate::gate::{checks, GateRun};
 use crate::room::Room;
 
 /// One round of the schedule: checks that run side by side with a chain of steps run one after another.
@@ -102,6 +102,9 @@ impl GateRun<'_> {
         let all = &prep.profile.steps;
         let kinds: Vec<StepKind> = all.iter().map(|s| s.kind).collect();
         let mut slots: Vec<Option<StepReport>> = vec![None; all.len()];
+        // A step's console line shows its final status: a failing check or build compared at base gets its
+        // line from `judge_checks`, a test step once it is judged.
+        let compare = !self.opts.strict_baseline && !self.opts.no_baseline;
         let run_one = |idx: usize| {
             let step = &all[idx];
             let skip = skip_notes[idx].clone();
@@ -112,8 +115,14 @@ impl GateRun<'_> {
                     return Ok::<_, anyhow::Error>(run);
                 }
                 let pb = ui.start(&format!("{} ({:?})", step.name, step.kind).to_lowercase());
-                let run = steps::run_step(step, env, room, &prep.objects, cancel).await?;
-                if run.report.status == StepStatus::Skipped {
+                let mut run = steps::run_step(step, env, room, &prep.objects, cancel).await?;
+                checks::digest(step, &mut run.report, env);
+                let status = run.report.status;
+                let later = (step.kind == StepKind::Test && status != StepStatus::Skipped)
+                    || (compare && checks::compared_at_base(step.kind, status));
+                if later {
+                    pb.finish_and_clear();
+                } else if status == StepStatus::Skipped {
                     pb.finish_and_clear();
                     ui.line(&step_line(&run));
                 } else {
@@ -138,6 +147,7 @@ impl GateRun<'_> {
                         if cancel.is_cancelled() {
                             return Err(VouchError::Interrupted.into());
                         }
+                        ui.line(&step_line(&run));
                         if run.report.status != StepStatus::Timeout && self.bite.is_none() {
                             let took = run.outcome.as_ref().map(|o| o.duration).unwrap_or_default();
                             self.run_bite(step, &run.results, took).await?;
@@ -164,7 +174,11 @@ impl GateRun<'_> {
 
 /// A step's console line: status, name, time, test counts and note.
 pub(super) fn step_line(run: &StepRun) -> String {
-    let r = &run.report;
+    report_line(&run.report)
+}
+
+/// The console line of a step's report (see [`step_line`]).
+pub(super) fn report_line(r: &StepReport) -> String {
     let mut line = format!(
         "  {:<8} {:<16} {:>7}",
         r.status.name(),

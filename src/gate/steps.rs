@@ -20,7 +20,7 @@ use crate::room::{DriftKind, Room};
 use crate::sandbox::{self, Policy, Sandbox};
 
 /// Lines of output kept in a report's `log_tail`.
-const LOG_TAIL_LINES: usize = 40;
+pub const LOG_TAIL_LINES: usize = 40;
 /// Lines of diff shown per drifted file.
 const DRIFT_DIFF_LINES: usize = 40;
 
@@ -251,14 +251,18 @@ fn skipped(step: &Step, env: &StepEnv, junit: &Path, note: String) -> StepRun {
     }
 }
 
-/// Whether a step applies to this tree (`if_exists`), else the skip note.
+/// Whether a step applies to this tree (`if_configured`, `if_exists`, `if_contains`, `unless_contains`), else
+/// the skip note.
 pub fn not_applicable(step: &Step, room: &Path) -> Option<String> {
     let contains = |[file, text]: &[String; 2]| {
         std::fs::read_to_string(room.join(file)).is_ok_and(|t| t.contains(text.as_str()))
     };
+    if let Some(note) = crate::gate::lint::config::not_configured(&step.if_configured, room) {
+        return Some(note);
+    }
     if !step.if_exists.is_empty() && !step.if_exists.iter().any(|f| room.join(f).exists()) {
         return Some(format!(
-            "not configured here (none of {} exists)",
+            "not configured in this repository (none of {} exists)",
             step.if_exists.join(", ")
         ));
     }
@@ -268,7 +272,10 @@ pub fn not_applicable(step: &Step, room: &Path) -> Option<String> {
             .iter()
             .map(|[f, t]| format!("{t} in {f}"))
             .collect();
-        return Some(format!("not configured here (no {})", what.join(", no ")));
+        return Some(format!(
+            "not configured in this repository (no {})",
+            what.join(", no ")
+        ));
     }
     if let Some([f, t]) = step.unless_contains.iter().find(|c| contains(c)) {
         return Some(format!("not used here ({f} names {t})"));

@@ -122,8 +122,11 @@ impl GateRun<'_> {
                 .subjects(j.new_failures.iter().cloned()),
             );
             run.report.status = StepStatus::Fail;
-        } else {
+        } else if j.preexisting_failures.is_empty() {
             run.report.status = StepStatus::Pass;
+        } else {
+            // Only tests that fail at base too: the step fails as it failed there.
+            run.report.status = StepStatus::Preexisting;
         }
         if let Some(note) = judgement_note(&j, self.opts.strict_baseline, self.opts.no_flaky) {
             run.report.note = Some(note);

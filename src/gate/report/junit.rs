@@ -1,6 +1,7 @@
 //! The report as JUnit XML for CI: one suite of the steps (a test case each, failed, skipped or passed) and one
-//! of the new test failures (a failed case per test); a gate that could not judge (verdict `error`) adds a
-//! suite with one errored case that gives the reason.
+//! of the new test failures (a failed case per test). A `preexisting` step (it fails at base alike) is not a
+//! failure of the change: its case passes, with `<system-out>preexisting: <note></system-out>`. A gate that
+//! could not judge (verdict `error`) adds a suite with one errored case that gives the reason.
 //!
 //! Written with quick-xml, which escapes names and messages; characters XML 1.0 cannot hold at all (the
 //! control characters of coloured tool output) are dropped first.
@@ -55,6 +56,15 @@ fn write_junit(report: &Report, w: &mut Writer<Vec<u8>>) -> std::io::Result<()> 
         let note = st.note.as_deref().unwrap_or("");
         match st.status {
             StepStatus::Pass => w.write_event(Event::Empty(case))?,
+            // Not the change's failure, so not a JUnit failure either: a passing case that says so.
+            StepStatus::Preexisting => {
+                w.write_event(Event::Start(case))?;
+                w.write_event(Event::Start(BytesStart::new("system-out")))?;
+                let out = format!("{}: {note}", st.status.name());
+                w.write_event(Event::Text(BytesText::new(&xml_chars(&out))))?;
+                w.write_event(Event::End(BytesEnd::new("system-out")))?;
+                w.write_event(Event::End(BytesEnd::new("testcase")))?;
+            }
             StepStatus::Skipped => {
                 w.write_event(Event::Start(case))?;
                 w.write_event(Event::Empty(element("skipped", &[("message", note)])))?;
@@ -227,6 +237,24 @@ mod tests {
                 r#"<testsuite> name="gate" tests="1" errors="1""#,
                 r#"<testcase> classname="vouch.gate" name="verdict""#,
                 r#"<error/> message="`cargo` is not installed""#,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_preexisting_step_is_a_passing_case_that_says_so() {
+        let mut report = sample();
+        let clippy = report.steps.iter_mut().find(|s| s.name == "lint").unwrap();
+        clippy.status = StepStatus::Preexisting;
+        clippy.note = Some("fails at base too, with the same findings".into());
+        let got = read_back(&report.junit().unwrap());
+        assert_eq!(got[1], r#"<testsuite> name="steps" tests="3" failures="1""#);
+        assert_eq!(
+            got[3..6],
+            [
+                r#"<testcase> classname="vouch.gate" name="lint" time="0.000""#.to_string(),
+                "<system-out> ".to_string(),
+                r#"text "preexisting: fails at base too, with the same findings""#.to_string(),
             ]
         );
     }
