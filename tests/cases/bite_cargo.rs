@@ -65,3 +65,203 @@ fn a_macro_generated_test_in_a_module_file_of_a_custom_test_target_bites() {
         g.explain()
     );
 }
+
+const CALC_TOML: &str =
+    "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n";
+
+/// A crate whose build script takes `SLOW` seconds whenever `abs` is not fixed (as in the reverted tree of
+/// the bite check), and is instant at head.
+const SLOW_BUILD_RS: &str = "fn main() {\n    println!(\"cargo:rerun-if-changed=src/lib.rs\");\n    let lib = std::fs::read_to_string(\"src/lib.rs\").unwrap_or_default();\n    if !lib.contains(\"-x\") {\n        std::thread::sleep(std::time::Duration::from_secs(SLOW));\n    }\n}\n";
+
+fn slow_crate(seconds: u64) -> Repo {
+    Repo::with_files(&[
+        ("Cargo.toml", CALC_TOML),
+        (".gitignore", "/target\n"),
+        (
+            "build.rs",
+            &SLOW_BUILD_RS.replace("SLOW", &seconds.to_string()),
+        ),
+        ("src/lib.rs", ABS_AT_BASE),
+    ])
+}
+
+/// The Rust preset with the build step's timeout and the bite timeout set.
+fn profile(r: &Repo, build_timeout: &str, bite_timeout: &str) -> String {
+    let preset = crate::util::preset("rust");
+    let build = "argv = [\"cargo\", \"build\", \"--all-targets\"]\ntimeout = \"30m\"";
+    assert!(preset.contains(build), "{preset}");
+    let text = preset.replace(
+        build,
+        &format!("argv = [\"cargo\", \"build\", \"--all-targets\"]\ntimeout = \"{build_timeout}\""),
+    );
+    let path = r.tmp.path().join("slow.toml");
+    std::fs::write(
+        &path,
+        format!("{text}\n[bite]\ntimeout = \"{bite_timeout}\"\n"),
+    )
+    .unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+fn fix_with_test(r: &Repo) {
+    r.write("src/lib.rs", ABS_FIXED);
+    r.write(
+        "tests/abs.rs",
+        "#[test]\nfn negative() {\n    assert_eq!(calc::abs(-3), 3);\n}\n",
+    );
+    r.commit("fix abs for negative numbers");
+}
+
+#[test]
+fn a_reverted_build_slower_than_the_test_timeout_still_bites() {
+    // The reverted build takes 15 s, the selected tests may take 8 s: the build has its own (the build
+    // step's) timeout, so the tests run and bite.
+    let r = slow_crate(15);
+    fix_with_test(&r);
+    let p = profile(&r, "5m", "8s");
+    let g = r.gate(&["--base", "HEAD~1", "--profile", &p]);
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    assert_eq!(g.report()["bite"]["status"], "bites", "{}", g.explain());
+    assert_eq!(
+        outcomes(&g),
+        vec![(
+            "abs@tests/abs.rs::negative".to_string(),
+            "bites".to_string()
+        )],
+        "{}",
+        g.explain()
+    );
+}
+
+#[test]
+fn a_reverted_build_that_times_out_is_inconclusive_never_no_bite() {
+    let r = slow_crate(120);
+    fix_with_test(&r);
+    let p = profile(&r, "10s", "8s");
+    let g = r.gate(&["--base", "HEAD~1", "--profile", &p]);
+    assert_eq!(g.verdict(), "fail", "{}", g.explain());
+    assert_eq!(
+        g.report()["bite"]["status"],
+        "inconclusive",
+        "{}",
+        g.explain()
+    );
+    assert_eq!(
+        outcomes(&g),
+        vec![(
+            "abs@tests/abs.rs::negative".to_string(),
+            "timeout".to_string()
+        )],
+        "{}",
+        g.explain()
+    );
+    let findings = g.report()["findings"].as_array().unwrap();
+    let rules: Vec<&str> = findings.iter().filter_map(|f| f["rule"].as_str()).collect();
+    assert!(rules.contains(&"bite-inconclusive"), "{}", g.explain());
+    assert!(!rules.contains(&"no-bite"), "{}", g.explain());
+    let reasons = g.reasons().join("\n");
+    assert!(
+        reasons.contains("the reverted build did not finish within 10.0s")
+            && reasons.contains("raise that step's `timeout`"),
+        "{}",
+        g.explain()
+    );
+}
+
+const CALC_BASE: &str = "/// The absolute value.\npub fn abs(x: i64) -> i64 {\n    x\n}\n";
+
+#[test]
+fn a_compile_only_bite_whose_test_passes_against_a_stub_is_inert() {
+    let r = Repo::with_files(&[
+        ("Cargo.toml", CALC_TOML),
+        (".gitignore", "/target\n"),
+        ("src/lib.rs", CALC_BASE),
+    ]);
+    r.write(
+        "src/lib.rs",
+        &format!("{CALC_BASE}\n/// The sign.\npub fn sign(x: i64) -> i64 {{\n    x.signum()\n}}\n"),
+    );
+    r.write(
+        "tests/sign.rs",
+        "#[test]\nfn sign_exists() {\n    let _f: fn(i64) -> i64 = calc::sign;\n}\n\n#[test]\nfn sign_of_negative() {\n    assert_eq!(calc::sign(-2), -1);\n}\n",
+    );
+    r.commit("add sign, with a test that only names it and one that calls it");
+    let g = r.gate(&["--base", "HEAD~1", "--bite-require", "all"]);
+    let tests = g.report()["bite"]["tests"].as_array().unwrap();
+    let got: Vec<(String, String, String)> = tests
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap().to_owned(),
+                t["outcome"].as_str().unwrap().to_owned(),
+                t["method"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                "sign@tests/sign.rs::sign_exists".to_string(),
+                "inert".to_string(),
+                "stub".to_string()
+            ),
+            (
+                "sign@tests/sign.rs::sign_of_negative".to_string(),
+                "bites".to_string(),
+                "stub".to_string()
+            ),
+        ],
+        "{}",
+        g.explain()
+    );
+    // All must bite: the test that only names the function proves nothing.
+    assert_eq!(g.verdict(), "fail", "{}", g.explain());
+    assert_eq!(g.report()["bite"]["status"], "no-bite", "{}", g.explain());
+}
+
+#[test]
+fn a_production_hunk_no_test_notices_is_unguarded_and_fails_only_when_required() {
+    let base = "/// The absolute value.\npub fn abs(x: i64) -> i64 {\n    x\n}\n\n/// Twice x.\npub fn double(x: i64) -> i64 {\n    x * 2\n}\n\n/// Half x.\npub fn half(x: i64) -> i64 {\n    x / 2\n}\n";
+    let head = "/// The absolute value.\npub fn abs(x: i64) -> i64 {\n    if x < 0 {\n        -x\n    } else {\n        x\n    }\n}\n\n/// Twice x, by addition.\npub fn double(x: i64) -> i64 {\n    x * 2\n}\n\n/// Half x.\npub fn half(x: i64) -> i64 {\n    x >> 1\n}\n";
+    let r = Repo::with_files(&[
+        ("Cargo.toml", CALC_TOML),
+        (".gitignore", "/target\n"),
+        ("src/lib.rs", base),
+    ]);
+    r.write("src/lib.rs", head);
+    r.write(
+        "tests/abs.rs",
+        "#[test]\nfn negative() {\n    assert_eq!(calc::abs(-3), 3);\n}\n",
+    );
+    r.commit("fix abs; touch double's docs and half's body");
+    let g = r.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    let hunks: Vec<(String, String, String)> = g.report()["bite"]["hunks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no hunks: {}", g.explain()))
+        .iter()
+        .map(|h| {
+            (
+                h["file"].as_str().unwrap().to_owned(),
+                h["lines"].as_str().unwrap().to_owned(),
+                h["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String, String)> =
+        [("3-7", "guarded"), ("10", "skipped"), ("17", "unguarded")]
+            .iter()
+            .map(|(l, s)| ("src/lib.rs".to_string(), l.to_string(), s.to_string()))
+            .collect();
+    assert_eq!(hunks, want, "{}", g.explain());
+    let g = r.gate(&["--base", "HEAD~1", "--bite-hunks", "require"]);
+    assert_eq!(g.verdict(), "fail", "{}", g.explain());
+    assert!(
+        g.reasons()
+            .iter()
+            .any(|r| r.contains("unguarded hunks") && r.contains("src/lib.rs:17")),
+        "{}",
+        g.explain()
+    );
+}
