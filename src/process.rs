@@ -216,6 +216,84 @@ async fn run_with(spec: &Spec, cancel: &CancellationToken, clear_env: bool) -> R
     Ok(outcome)
 }
 
+/// What to start in the background: a server that runs until it is stopped.
+#[derive(Clone, Debug)]
+pub struct ServiceSpec {
+    pub argv: Vec<String>,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    /// Where the combined stdout and stderr go.
+    pub log_path: PathBuf,
+}
+
+/// A process started with [`spawn_service`]. Dropping it kills its process group; [`Service::stop`] asks
+/// first. The child also gets SIGKILL when the thread that started it dies (`PR_SET_PDEATHSIG`), so a vouch
+/// killed with SIGKILL leaves no server behind: start services from the command's main future, not from a
+/// blocking-pool thread (those come and go).
+pub struct Service {
+    child: tokio::process::Child,
+    group: GroupGuard,
+}
+
+/// Starts `spec` in its own process group with stdin closed, output to its log file.
+pub fn spawn_service(spec: &ServiceSpec) -> Result<Service> {
+    let (program, args) = spec.argv.split_first().context("empty command line")?;
+    let log = create(&spec.log_path)?;
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .current_dir(&spec.cwd)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().context("share the log file")?)
+        .stderr(log)
+        .process_group(0)
+        .kill_on_drop(true);
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    // SAFETY: prctl is async-signal-safe and touches nothing of the parent's.
+    #[allow(
+        unsafe_code,
+        reason = "pre_exec is how a service learns to die with vouch (PR_SET_PDEATHSIG)"
+    )]
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    tracing::info!(cwd = %spec.cwd.display(), "start {}", quote_argv(&spec.argv));
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("start `{}`", quote_argv(&spec.argv)))?;
+    let group = GroupGuard(child.id().map(|id| id as i32));
+    Ok(Service { child, group })
+}
+
+impl Service {
+    /// The process id (also its process group's).
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// How the process ended, if it has.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// SIGTERM to the group, SIGKILL after a grace period, and whatever is left of the group goes too.
+    pub async fn stop(mut self) {
+        self.group.signal(libc::SIGTERM);
+        if tokio::time::timeout(KILL_GRACE, self.child.wait())
+            .await
+            .is_err()
+        {
+            self.group.signal(libc::SIGKILL);
+            let _ = self.child.wait().await;
+        }
+        self.group.signal(libc::SIGKILL);
+    }
+}
+
 /// The first HEAD_CAP and last TAIL_CAP bytes of a file (all of it when small), lossily as text.
 fn read_ends(path: &Path) -> Result<(String, String, bool)> {
     let mut f = File::open(path).with_context(|| format!("read {}", path.display()))?;
@@ -357,6 +435,52 @@ mod tests {
         let o = run(&s, &cancel).await.unwrap();
         assert!(o.cancelled);
         assert!(o.duration < Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn a_service_runs_until_stopped_and_its_group_goes_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = format!("vouch-service-test-{}", std::process::id());
+        let spec = ServiceSpec {
+            argv: [
+                "bash",
+                "-c",
+                &format!("sleep 1000 & exec -a {marker} sleep 1000"),
+            ]
+            .map(String::from)
+            .to_vec(),
+            cwd: dir.path().to_path_buf(),
+            env: vec![],
+            log_path: dir.path().join("service.log"),
+        };
+        let alive = |m: &str| {
+            !std::process::Command::new("pgrep")
+                .args(["-f", m])
+                .output()
+                .unwrap()
+                .stdout
+                .is_empty()
+        };
+        let mut service = spawn_service(&spec).unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(service.exited().is_none());
+        assert!(alive(&marker));
+        service.stop().await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!alive(&marker), "left behind after stop");
+
+        let marker2 = format!("{marker}-drop");
+        let spec = ServiceSpec {
+            argv: ["bash", "-c", &format!("exec -a {marker2} sleep 1000")]
+                .map(String::from)
+                .to_vec(),
+            ..spec
+        };
+        let service = spawn_service(&spec).unwrap();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        drop(service);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!alive(&marker2), "left behind after drop");
     }
 
     #[test]

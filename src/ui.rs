@@ -44,6 +44,26 @@ impl Ui {
         self.line(line);
     }
 
+    /// A bar or counter drawn with `template` (indicatif's), `len` steps long; finish it with [`Ui::done`].
+    pub fn bar(&self, len: Option<u64>, template: &str) -> ProgressBar {
+        let pb = self.multi.add(match len {
+            Some(len) => ProgressBar::new(len),
+            None => ProgressBar::no_length(),
+        });
+        pb.set_style(
+            ProgressStyle::with_template(template)
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        pb.enable_steady_tick(Duration::from_millis(200));
+        pb
+    }
+
+    /// Whether spinners and bars are drawn (a terminal, not quiet); without them, progress is told in lines.
+    pub fn live(&self) -> bool {
+        !self.quiet && !self.multi.is_hidden()
+    }
+
     /// Prints a line above any spinners.
     pub fn line(&self, line: &str) {
         if !self.quiet {

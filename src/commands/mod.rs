@@ -3,6 +3,7 @@
 
 pub mod clean;
 pub mod gate;
+pub mod model;
 pub mod output;
 pub mod profile;
 pub mod run;
@@ -23,6 +24,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Toolcalls(args) => toolcalls::run(args),
         Command::Run(args) => run::run(*args),
         Command::Clean(args) => clean::run(args),
+        Command::Model(args) => model::run(args),
     }
 }
 

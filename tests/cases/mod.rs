@@ -7,5 +7,6 @@ mod gate_node;
 mod gate_python;
 mod gate_rules;
 mod gate_rust;
+mod local_model;
 mod model;
 mod sandbox;

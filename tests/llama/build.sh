@@ -6,7 +6,8 @@
 #   server=<path to llama-server>
 #   model=<path to SmolLM2 GGUF>
 # Needs python3 + pip, cmake, ccache (optional but strongly advised), a C++ compiler and unzip or python3.
-# See shared/LOCAL_MODEL.md for why each flag is set (never GGML_NATIVE=ON: AMX crash on these machines).
+# Never GGML_NATIVE=ON: a native build crashes on AMX-capable Xeons. `vouch model setup --model smollm2` makes the
+# same cache (src/llama); this script stays for CI, which runs it before vouch is built.
 set -euo pipefail
 
 CACHE="${VOUCH_LLAMA_CACHE:-$HOME/.cache/vouch-llama}"

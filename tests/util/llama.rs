@@ -80,6 +80,22 @@ fn built() -> &'static Built {
     })
 }
 
+/// The cache `tests/llama/build.sh` filled (`$VOUCH_LLAMA_CACHE`, default `~/.cache/vouch-llama`), checked
+/// once per test process.
+pub fn cache_dir() -> PathBuf {
+    built()
+        .server
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| panic!("odd server path {}", built().server.display()))
+}
+
+/// The one-server-at-a-time turn, for a test that starts a server of its own.
+pub async fn turn() -> tokio::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().await
+}
+
 /// The chat template with tool support for SmolLM2 (a copy of `shared/templates/chatml-smol-tools.jinja`,
 /// kept in the repository so the tests need nothing beside the checkout).
 fn template() -> PathBuf {
