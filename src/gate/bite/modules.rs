@@ -100,13 +100,14 @@ fn text_of(text: &str, item: &TestItem) -> String {
         .join("\n")
 }
 
-/// The file without its tests and blank lines: what every test of it may depend on.
+/// The file without its tests, blank lines and line comments: what every test of it may depend on. A comment
+/// above a new test (`// See: https://github.com/BurntSushi/ripgrep/issues/2480`) changes no other test.
 fn rest(text: &str, items: &[TestItem]) -> Vec<String> {
     text.lines()
         .enumerate()
         .filter(|(i, _)| !items.iter().any(|t| t.start <= i + 1 && *i < t.end))
         .map(|(_, l)| l.trim().to_owned())
-        .filter(|l| !l.is_empty())
+        .filter(|l| !l.is_empty() && (!l.starts_with("//") || l.starts_with("//!")))
         .collect()
 }
 
@@ -192,6 +193,16 @@ mod tests {
         let t = touched(&layout(), &change(Some(OLD), &new), &head()).unwrap();
         assert_eq!(ids(&t), vec!["integration@tests/tests.rs::regression::r2"]);
         assert!(t.notes.is_empty());
+    }
+
+    #[test]
+    fn a_new_test_with_a_comment_above_it_selects_it_alone() {
+        let new = format!(
+            "{OLD}\n// See: https://github.com/BurntSushi/ripgrep/issues/2\nrgtest!(r2, |dir, cmd| {{\n    cmd.arg(\"b\");\n}});\n"
+        );
+        let t = touched(&layout(), &change(Some(OLD), &new), &head()).unwrap();
+        assert_eq!(ids(&t), vec!["integration@tests/tests.rs::regression::r2"]);
+        assert!(t.notes.is_empty(), "{:?}", t.notes);
     }
 
     #[test]
