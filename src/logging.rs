@@ -1,19 +1,48 @@
-//! Logging setup: `tracing` to stderr, quiet by default, `-v`/`-vv` or `RUST_LOG` for more.
+//! Logging setup: `tracing` to stderr, quiet by default, `-v`/`-vv` or `RUST_LOG` for more, `-q` for errors
+//! only. Colour only when stderr is a terminal: a log file or a pipe gets plain text.
+
+use std::io::IsTerminal as _;
 
 use tracing_subscriber::EnvFilter;
 
+/// The filter for `-v` counted `verbose` times, or for `-q`.
+pub fn level(verbose: u8, quiet: bool) -> &'static str {
+    match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "vouch=info",
+        _ => "vouch=debug",
+    }
+}
+
 /// Starts the global subscriber. Safe to call more than once (later calls are ignored).
 pub fn init(verbose: u8) {
-    let default = match verbose {
-        0 => "warn",
-        1 => "vouch=info",
-        _ => "vouch=debug",
-    };
+    init_with(verbose, false);
+}
+
+/// [`init`], with `-q` leaving only errors.
+pub fn init_with(verbose: u8, quiet: bool) {
+    let default = level(verbose, quiet);
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .without_time()
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quiet_leaves_only_errors_and_verbose_adds_detail() {
+        assert_eq!(level(0, true), "error");
+        assert_eq!(level(2, true), "error");
+        assert_eq!(level(0, false), "warn");
+        assert_eq!(level(1, false), "vouch=info");
+        assert_eq!(level(3, false), "vouch=debug");
+    }
 }

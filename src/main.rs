@@ -6,7 +6,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = vouch::cli::Cli::parse();
-    vouch::logging::init(cli.verbose);
+    vouch::logging::init_with(cli.verbose, cli.quiet());
     let code = match vouch::commands::run(cli) {
         Ok(code) => code,
         Err(err) => {

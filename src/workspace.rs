@@ -1,11 +1,12 @@
-//! The agent's workspace: a git worktree under `workspaces/<task-id>/` on a new branch `vouch/<task-id>`,
-//! made from the user's repository.
+//! The agent's workspace: a git worktree `<workspaces>/<task-id>/` on a new branch `vouch/<task-id>`, made
+//! from the user's repository. By default the worktrees live under vouch's data directory
+//! ([`crate::agent::records`]), outside the user's checkout.
 //!
 //! Unlike the gate's rooms, the agent's work must end up somewhere the user can see, review and push: a
 //! branch. A worktree gives it one without touching the user's checkout: their working tree, index, HEAD and
 //! current branch stay as they are; only the new branch, the worktree registration under `.git/worktrees/`
-//! and the objects of the agent's commits are added. vouch's own records live in `.vouch/` inside the
-//! worktree, ignored by git through `.vouch/.gitignore`, so they never reach the commit.
+//! and the objects of the agent's commits are added. vouch's own records are not in the worktree at all:
+//! anything the model can write there, it could rewrite, so they live beside it, out of the tools' reach.
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +31,30 @@ pub struct Worktree {
 }
 
 impl Worktree {
+    /// Checks that `workspaces/<id>` and branch `vouch/<id>` are free for a new run (or `fresh`, which
+    /// [`Worktree::create`] removes), without changing anything.
+    pub fn check_free(repo: &Path, workspaces: &Path, id: &str, fresh: bool) -> Result<()> {
+        let user = crate::git::open(repo)?;
+        let branch = format!("vouch/{id}");
+        let dir = std::path::absolute(workspaces.join(id))
+            .with_context(|| format!("locate {}", workspaces.display()))?;
+        let exists = dir.exists()
+            || user.find_worktree(id).is_ok()
+            || user.find_branch(&branch, BranchType::Local).is_ok();
+        if exists && !fresh {
+            return Err(VouchError::usage_hint(
+                format!(
+                    "the workspace for task `{id}` already exists ({} or branch {branch})",
+                    dir.display()
+                ),
+                "pass --resume to continue the run there, or --fresh to remove the worktree and its \
+                 branch and start over",
+            )
+            .into());
+        }
+        Ok(())
+    }
+
     /// Makes `workspaces/<id>` a worktree of `repo` on a new branch `vouch/<id>` at `base`. An existing
     /// workspace or branch is an error unless `fresh`, which removes both first.
     pub fn create(
@@ -50,17 +75,7 @@ impl Worktree {
             || user.find_worktree(id).is_ok()
             || user.find_branch(&branch, BranchType::Local).is_ok();
         if exists {
-            if !fresh {
-                return Err(VouchError::usage_hint(
-                    format!(
-                        "the workspace for task `{id}` already exists ({} or branch {branch})",
-                        dir.display()
-                    ),
-                    "pass --resume to continue the run there, or --fresh to remove the worktree and its \
-                     branch and start over",
-                )
-                .into());
-            }
+            Worktree::check_free(repo, workspaces, id, fresh)?;
             remove(&user, &dir, id, &branch)?;
         }
         let base_commit = user.find_commit(base_oid).context("find the base commit")?;
@@ -72,11 +87,6 @@ impl Worktree {
         opts.reference(Some(&reference));
         user.worktree(id, &dir, Some(&opts))
             .with_context(|| format!("add worktree {}", dir.display()))?;
-        let records = dir.join(".vouch");
-        std::fs::create_dir_all(&records)
-            .with_context(|| format!("create {}", records.display()))?;
-        std::fs::write(records.join(".gitignore"), "*\n")
-            .with_context(|| format!("write {}/.gitignore", records.display()))?;
         let repo_dir = user.workdir().unwrap_or_else(|| user.path()).to_path_buf();
         Ok(Worktree {
             id: id.to_string(),
@@ -88,9 +98,10 @@ impl Worktree {
     }
 
     /// Opens the existing workspace `workspaces/<id>` of an earlier run (for `--resume`). `base` is the
-    /// base the run recorded; without it, the branch's parent when the branch carries the agent's commit
-    /// (an `Agent-Verdict` trailer), else the branch's tip.
-    pub fn open(repo: &Path, workspaces: &Path, id: &str, base: Option<&str>) -> Result<Worktree> {
+    /// base that run recorded at its start (in vouch's records, not the worktree); it must still be the
+    /// branch's tip or an ancestor of it, else the branch was moved under the run and nothing it holds can
+    /// be trusted as that run's work.
+    pub fn open(repo: &Path, workspaces: &Path, id: &str, base: &str) -> Result<Worktree> {
         let user = crate::git::open(repo)?;
         let branch = format!("vouch/{id}");
         let dir = std::path::absolute(workspaces.join(id))
@@ -109,16 +120,30 @@ impl Worktree {
             )
             .into());
         };
-        let base_oid = match base {
-            Some(b) => crate::git::resolve(&user, b)?,
-            None if tip.message().unwrap_or("").contains("Agent-Verdict:") => {
-                tip.parent_id(0).context("find the base commit")?
-            }
-            None => tip.id(),
-        };
-        let records = dir.join(".vouch");
-        std::fs::create_dir_all(&records)
-            .with_context(|| format!("create {}", records.display()))?;
+        let base_oid = Oid::from_str(base)
+            .ok()
+            .filter(|oid| user.find_commit(*oid).is_ok())
+            .ok_or_else(|| {
+                VouchError::usage_hint(
+                    format!("the recorded base `{base}` of task `{id}` is not a commit of the repository"),
+                    "pass --fresh to start the task over",
+                )
+            })?;
+        let descends = tip.id() == base_oid
+            || user
+                .graph_descendant_of(tip.id(), base_oid)
+                .context("compare the branch with its base")?;
+        if !descends {
+            return Err(VouchError::usage_hint(
+                format!(
+                    "branch {branch} does not descend from the base {} the run recorded; it was moved, so it \
+                     cannot be resumed",
+                    &base[..base.len().min(12)]
+                ),
+                "pass --fresh to start the task over",
+            )
+            .into());
+        }
         let repo_dir = user.workdir().unwrap_or_else(|| user.path()).to_path_buf();
         Ok(Worktree {
             id: id.to_string(),
@@ -127,11 +152,6 @@ impl Worktree {
             repo: repo_dir,
             base: base_oid,
         })
-    }
-
-    /// Where vouch keeps this run's records (git-ignored).
-    pub fn records(&self) -> PathBuf {
-        self.dir.join(".vouch")
     }
 
     /// Commits the worktree's whole state as the one commit of the branch on top of base (replacing an

@@ -13,13 +13,16 @@
 //! texts, `transcript.rs` and `report.rs` write the records.
 
 pub mod elide;
+pub mod limits;
 pub mod prompt;
 pub mod rails;
+pub mod records;
 pub mod report;
 pub mod task;
 pub mod transcript;
 mod verify;
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -29,9 +32,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::VouchError;
 use crate::gate::outcome::{Claim, Verdict};
-use crate::gate::profile::Profile;
+use crate::gate::profile::{Profile, REPO_PROFILE};
 use crate::gate::report::Report;
-use crate::model::{ChatMessage, ChatRequest, ChatTurn, Client, ModelConfig, ToolCall};
+use crate::model::{
+    ChatMessage, ChatRequest, ChatTurn, Client, ModelConfig, ModelError, Redactor, ToolCall,
+};
 use crate::sandbox::Sandbox;
 use crate::tools::{
     Context as ToolContext, Registry, Settings, ShellRunner, Submission, TestRunner, ToolError,
@@ -48,7 +53,9 @@ pub use report::{RunReport, Status, StopReason, Tokens};
 pub use task::Task;
 pub use verify::repair_message;
 
+use limits::WallClock;
 use rails::{Answer, Nudge, RailState, Used};
+use records::{Records, RunState};
 use transcript::{ElidedMessage, Event, NudgeKind, Transcript};
 
 /// The context size assumed when the server does not say and `--context` is not given.
@@ -66,7 +73,7 @@ pub struct Config {
     pub base: String,
     /// `--profile` or the task's: a preset name or a file [default: detected].
     pub profile: Option<String>,
-    /// Where worktrees go (`workspaces/`).
+    /// Where worktrees go (by default [`records::workspaces`], outside the user's checkout).
     pub workspaces: PathBuf,
     pub fresh: bool,
     /// Continue the run whose workspace exists, from its transcript.
@@ -93,6 +100,7 @@ pub struct Config {
 pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<RunReport> {
     let client = Client::new(cfg.model.clone())
         .map_err(|e| VouchError::usage(format!("model configuration: {e}")))?;
+    let redactor = client.redactor().clone();
     let sandbox = Sandbox::new(cfg.gate.sandbox).map_err(|e| {
         VouchError::infra_hint(
             e.to_string(),
@@ -103,35 +111,71 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         Some(p) => Some(Profile::from_arg(p)?),
         None => None,
     };
+    let records = Records::of(&cfg.repo, &cfg.task.id)?;
+    let started = Instant::now();
+    let clock = WallClock::start(cancel, cfg.rails.wall_time);
+    client.set_deadline(clock.deadline);
     let resumed = if cfg.resume {
-        Some(resumable(cfg)?)
+        Some(resumable(cfg, &records)?)
     } else {
         None
     };
     let wt = match &resumed {
-        Some(r) => Worktree::open(&cfg.repo, &cfg.workspaces, &cfg.task.id, r.base.as_deref())?,
-        None => Worktree::create(
-            &cfg.repo,
-            &cfg.base,
-            &cfg.workspaces,
-            &cfg.task.id,
-            cfg.fresh,
-        )?,
+        Some((state, _)) => Worktree::open(&cfg.repo, &cfg.workspaces, &cfg.task.id, &state.base)?,
+        None => {
+            Worktree::check_free(&cfg.repo, &cfg.workspaces, &cfg.task.id, cfg.fresh)?;
+            // Nothing is made for a server that does not answer: a dead endpoint leaves no worktree and
+            // no branch behind.
+            let answered = tokio::select! {
+                _ = clock.token.cancelled() => None,
+                r = client.ping() => Some(r),
+            };
+            match answered {
+                Some(Ok(())) => {}
+                Some(Err(e)) => return unstarted(cfg, &records, &redactor, ui, started, e),
+                None if cancel.is_cancelled() => return Err(VouchError::Interrupted.into()),
+                None => {
+                    let e = ModelError::Timeout {
+                        what: "waiting for the server to answer at all",
+                        after: cfg.rails.wall_time.unwrap_or_default(),
+                    };
+                    return unstarted(cfg, &records, &redactor, ui, started, e);
+                }
+            }
+            records.remove()?;
+            Worktree::create(
+                &cfg.repo,
+                &cfg.base,
+                &cfg.workspaces,
+                &cfg.task.id,
+                cfg.fresh,
+            )?
+        }
     };
-    // As the gate chooses: the flag, else the repository's own profile as committed at base (the worktree
-    // is still at base here), else detection.
-    let committed = wt.dir.join(".vouch").join("gate.toml");
+    records.create()?;
+    records.write_state(&RunState {
+        task: cfg.task.id.clone(),
+        base: wt.base.to_string(),
+        branch: wt.branch.clone(),
+        workspace: wt.dir.clone(),
+    })?;
+    // As the gate chooses: the flag, else the repository's own profile as committed at base, else
+    // detection at base. Never a file in the worktree: the model can write those.
     let profile = match profile {
         Some(p) => Some(p),
-        None if committed.is_file() => Some(Profile::from_arg(&committed.to_string_lossy())?),
-        None => Profile::detect(&root_files(&wt.dir)?),
+        None => profile_at(&wt)?,
     };
-    let records = wt.records();
+    if let Some(p) = &profile {
+        if let Ok(text) = toml::to_string(p) {
+            write(&records.profile(), &text)?;
+        }
+    }
     let mut transcript = match &resumed {
-        Some(_) => Transcript::append(&records.join("transcript.jsonl"))?,
-        None => Transcript::create(&records.join("transcript.jsonl"))?,
-    };
-    let resumed = resumed.unwrap_or_default();
+        Some(_) => Transcript::append(&records.transcript())?,
+        None => Transcript::create(&records.transcript())?,
+    }
+    .redacting(redactor.clone());
+    let resumed = resumed.map(|(_, r)| r).unwrap_or_default();
     if cfg.resume {
         transcript.event(&Event::Resume {
             turns: resumed.turns,
@@ -163,7 +207,7 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
             TestRunner::new(
                 p,
                 &wt.dir,
-                records.join("logs"),
+                records.logs(),
                 cfg.cache.join("agent").join(&cfg.task.id),
                 sandbox.clone(),
                 readable.clone(),
@@ -172,7 +216,7 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         shell: cfg.shell.map(|timeout| {
             ShellRunner::new(
                 wt.dir.clone(),
-                records.join("logs"),
+                records.logs(),
                 timeout,
                 cfg.model.api_key_env.as_deref(),
                 sandbox.clone(),
@@ -204,7 +248,7 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
     if let Some(rel) = unignored_inside(&wt) {
         ui.line(&format!(
             "  note: the workspace is inside your checkout and not ignored: `git status` there lists {}; \
-             add `workspaces/` to .gitignore, or run vouch from another directory",
+             run vouch from another directory, or let it use its default place",
             rel
         ));
     }
@@ -212,7 +256,9 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         cfg,
         ui,
         cancel,
+        limit: clock.token.clone(),
         client,
+        redactor,
         registry,
         workspace,
         settings,
@@ -220,7 +266,7 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         transcript,
         messages,
         sent: resumed.sent,
-        started: Instant::now(),
+        started,
         turns: resumed.turns,
         tokens: resumed.tokens,
         last_prompt: resumed.last_prompt,
@@ -231,10 +277,18 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         gate: resumed.gate,
         commit: resumed.commit,
         error: None,
+        oversized: HashSet::new(),
     };
     if matches!(agent.messages.last(), Some(ChatMessage::Assistant { .. })) {
         // The earlier run stopped on a reply without a call: the conversation goes on with a reminder.
         agent.rail_nudge(&Nudge::NoToolCall { last: false });
+    }
+    if resumed.overflowed {
+        // The same request would overflow again: old tool outputs go before it is sent.
+        agent.client.probe().await;
+        let context = agent.context_size();
+        agent.last_prompt = agent.last_prompt.max(context + context / 4);
+        ui.line("  the last request overflowed the context: eliding old tool outputs before resending it");
     }
     let (status, stop) = agent.run_loop().await;
     // The messages added since the last request, so that a resumed run goes on from here.
@@ -256,6 +310,7 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         base: agent.wt.base.to_string(),
         commit: agent.commit.clone(),
         workspace: agent.wt.dir.display().to_string(),
+        records: records.dir().display().to_string(),
         turns: agent.turns,
         max_turns: cfg.rails.max_turns,
         tokens: agent.tokens,
@@ -263,12 +318,82 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         error: agent.error.clone(),
         duration_ms: agent.started.elapsed().as_millis() as u64,
     };
-    write(
-        &records.join("report.json"),
-        &serde_json::to_string_pretty(&report)?,
-    )?;
-    write(&records.join("report.md"), &report.markdown())?;
+    write_report(&records, &agent.redactor, &report)?;
     Ok(report)
+}
+
+/// The report of a run whose server never answered: nothing was made but the records.
+fn unstarted(
+    cfg: &Config,
+    records: &Records,
+    redactor: &Redactor,
+    ui: &Ui,
+    started: Instant,
+    e: crate::model::ModelError,
+) -> Result<RunReport> {
+    let message = e.to_string();
+    ui.line(&format!(
+        "vouch run {}: the model server did not answer: {message}; no worktree or branch was made",
+        cfg.task.id
+    ));
+    let base = crate::git::open(&cfg.repo)
+        .and_then(|r| crate::git::resolve(&r, &cfg.base))
+        .map(|o| o.to_string())
+        .unwrap_or_default();
+    records.remove()?;
+    records.create()?;
+    let mut transcript = Transcript::create(&records.transcript())?.redacting(redactor.clone());
+    transcript.event(&Event::ModelError {
+        turn: 0,
+        error: message.clone(),
+        overflow: false,
+    });
+    let report = RunReport {
+        task: cfg.task.id.clone(),
+        title: cfg.task.title.clone(),
+        status: Status::Error,
+        stop_reason: StopReason::ModelError,
+        claimed: None,
+        summary: None,
+        gate: None,
+        branch: String::new(),
+        base,
+        commit: None,
+        workspace: String::new(),
+        records: records.dir().display().to_string(),
+        turns: 0,
+        max_turns: cfg.rails.max_turns,
+        tokens: Tokens::default(),
+        repairs: 0,
+        error: Some(message),
+        duration_ms: started.elapsed().as_millis() as u64,
+    };
+    write_report(records, redactor, &report)?;
+    Ok(report)
+}
+
+/// `report.json` and `report.md`, scrubbed of the key.
+fn write_report(records: &Records, redactor: &Redactor, report: &RunReport) -> Result<()> {
+    write(
+        &records.report_json(),
+        &redactor.text(&serde_json::to_string_pretty(report)?),
+    )?;
+    write(&records.report_md(), &redactor.text(&report.markdown()))
+}
+
+/// The profile as the gate would choose it without `--profile`: the repository's own as committed at
+/// base, else the preset detected from base's root files.
+fn profile_at(wt: &Worktree) -> Result<Option<Profile>> {
+    let repo = crate::git::open(&wt.repo)?;
+    if let Some(text) = crate::git::file_text(&repo, wt.base, REPO_PROFILE) {
+        let origin = format!("{REPO_PROFILE} at base");
+        return Ok(Some(Profile::from_toml(&text, &origin)?));
+    }
+    let roots: Vec<String> = crate::git::tree_paths(&repo, wt.base)?
+        .into_iter()
+        .filter(|p| !p.contains('/'))
+        .collect();
+    Ok(Profile::detect(&roots))
 }
 
 /// What the calls of a turn lead to.
@@ -284,8 +409,13 @@ enum Flow {
 struct Agent<'a> {
     cfg: &'a Config,
     ui: &'a Ui,
+    /// The user's Ctrl-C.
     cancel: &'a CancellationToken,
+    /// Ctrl-C or the wall time: what tools and the gate stop on.
+    limit: CancellationToken,
     client: Client,
+    /// Removes the API key from tool results and records.
+    redactor: Redactor,
     /// The tools offered to the model.
     registry: Registry,
     workspace: Workspace,
@@ -307,6 +437,8 @@ struct Agent<'a> {
     gate: Option<Report>,
     commit: Option<String>,
     error: Option<String>,
+    /// Calls of the current turn too large to run (their arguments were replaced by size and hash).
+    oversized: HashSet<String>,
 }
 
 impl Agent<'_> {
@@ -314,6 +446,9 @@ impl Agent<'_> {
         loop {
             if self.cancel.is_cancelled() {
                 return (self.unfinished(), StopReason::Cancelled);
+            }
+            if self.limit.is_cancelled() {
+                return (self.unfinished(), StopReason::WallTime);
             }
             if let Some(stop) = self.rails.budget(self.used()) {
                 return (self.unfinished(), stop);
@@ -378,6 +513,10 @@ impl Agent<'_> {
                 (false, "Not run: the run stopped.".to_string())
             } else if submitted.is_some() {
                 (false, "Not run: submit ended the task.".to_string())
+            } else if self.limit.is_cancelled() {
+                (false, "Not run: the run's time is up.".to_string())
+            } else if self.oversized.contains(&call.id) {
+                (false, limits::oversized_message(&call.name))
             } else {
                 let answer = self.rails.call(format!("{}{}", call.name, call.arguments));
                 if let Answer::Stop(_) = answer {
@@ -403,6 +542,8 @@ impl Agent<'_> {
                     }
                 }
             };
+            // Whatever a tool printed, the key does not go back to the server or into the records.
+            let text = self.redactor.text(&text);
             self.transcript.event(&Event::Tool {
                 turn: self.turns,
                 id: call.id.clone(),
@@ -413,6 +554,9 @@ impl Agent<'_> {
             });
             self.messages
                 .push(ChatMessage::tool(call.id.clone(), call.name.clone(), text));
+        }
+        if self.limit.is_cancelled() && !self.cancel.is_cancelled() {
+            return Flow::Stop(self.unfinished(), StopReason::WallTime);
         }
         if let Some(message) = broken {
             self.error = Some(message);
@@ -482,23 +626,30 @@ impl Agent<'_> {
             .unwrap_or(Duration::MAX);
         let reply = tokio::select! {
             _ = self.cancel.cancelled() => return Err(StopReason::Cancelled),
+            _ = self.limit.cancelled() => return Err(StopReason::WallTime),
             r = tokio::time::timeout(remaining, self.client.chat(&req)) => r,
         };
-        let turn = match reply {
+        let mut turn = match reply {
             Err(_) => return Err(StopReason::WallTime),
             Ok(Err(e)) => {
                 let message = e.to_string();
                 self.transcript.event(&Event::ModelError {
                     turn: self.turns,
                     error: message.clone(),
+                    overflow: matches!(e, ModelError::ContextOverflow { .. }),
                 });
                 self.ui
                     .line(&format!("  turn {}: model error: {message}", self.turns));
                 self.error = Some(message);
+                if matches!(e, ModelError::RetryPastDeadline { .. }) {
+                    return Err(StopReason::RetryAfter);
+                }
                 return Err(StopReason::ModelError);
             }
             Ok(Ok(turn)) => turn,
         };
+        // A call too big to run or to keep: its size and hash stand in for it, here and in the records.
+        self.oversized = limits::cap_turn(&mut turn);
         let usage = turn.usage.unwrap_or_default();
         self.last_prompt = usage.prompt;
         self.tokens.prompt += usage.prompt;
@@ -550,7 +701,12 @@ impl Agent<'_> {
         if !self.rails.offers(name) {
             return Err(ToolError::failed(prompt::not_available(name)));
         }
-        let mut ctx = ToolContext::new(&self.workspace, self.cancel, &self.settings);
+        if let Value::String(raw) = args {
+            if serde_json::from_str::<Value>(raw).is_err() {
+                return Err(ToolError::failed(prompt::unreadable_arguments(name, raw)));
+            }
+        }
+        let mut ctx = ToolContext::new(&self.workspace, &self.limit, &self.settings);
         let result = self.registry.dispatch(&mut ctx, name, args).await;
         if let Some(s) = ctx.submission {
             *submitted = Some(s);
@@ -646,10 +802,10 @@ impl Agent<'_> {
     }
 }
 
-/// What `--resume` starts from: the earlier run's transcript, unless that run finished.
-fn resumable(cfg: &Config) -> Result<transcript::Resumed> {
-    let records = cfg.workspaces.join(&cfg.task.id).join(".vouch");
-    if let Ok(text) = std::fs::read_to_string(records.join("report.json")) {
+/// What `--resume` starts from: the state and transcript vouch wrote for the earlier run (outside the
+/// worktree), unless that run finished.
+fn resumable(cfg: &Config, records: &Records) -> Result<(RunState, transcript::Resumed)> {
+    if let Ok(text) = std::fs::read_to_string(records.report_json()) {
         let status = serde_json::from_str::<RunReport>(&text)
             .ok()
             .map(|r| r.status);
@@ -662,18 +818,30 @@ fn resumable(cfg: &Config) -> Result<transcript::Resumed> {
                 ),
                 format!(
                     "see {}; pass --fresh instead of --resume to start the task over",
-                    records.join("report.md").display()
+                    records.report_md().display()
                 ),
             )
             .into());
         }
     }
-    let path = records.join("transcript.jsonl");
-    if path.is_file() {
-        transcript::resume(&path)
+    let Some(state) = records.state()? else {
+        return Err(VouchError::usage_hint(
+            format!(
+                "there is no workspace for task `{}` to resume (no records in {})",
+                cfg.task.id,
+                records.dir().display()
+            ),
+            "run without --resume to start the task",
+        )
+        .into());
+    };
+    let path = records.transcript();
+    let resumed = if path.is_file() {
+        transcript::resume(&path)?
     } else {
-        Ok(transcript::Resumed::default())
-    }
+        transcript::Resumed::default()
+    };
+    Ok((state, resumed))
 }
 
 /// The worktree's path relative to the user's working tree when it lies inside it and git does not ignore it.
@@ -684,15 +852,6 @@ fn unignored_inside(wt: &Worktree) -> Option<String> {
     let rel = dir.strip_prefix(&workdir).ok()?;
     let ignored = user.is_path_ignored(rel).unwrap_or(true);
     (!ignored).then(|| format!("{}/", rel.display()))
-}
-
-/// File names at the worktree's root (for profile detection).
-fn root_files(dir: &std::path::Path) -> Result<Vec<String>> {
-    Ok(std::fs::read_dir(dir)
-        .with_context(|| format!("list {}", dir.display()))?
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect())
 }
 
 fn short(sha: &str) -> &str {

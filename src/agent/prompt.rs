@@ -58,3 +58,13 @@ pub fn not_available(name: &str) -> String {
         "{name} is not available now: only edit, write_file and submit are. Change a file or submit."
     )
 }
+
+/// The answer to a call whose arguments are not JSON (the call is answered, not dropped).
+pub fn unreadable_arguments(name: &str, raw: &str) -> String {
+    let shown: String = raw.chars().take(80).collect();
+    let more = if raw.chars().count() > 80 { "…" } else { "" };
+    format!(
+        "Not run: the arguments of this {name} call are not valid JSON (`{shown}{more}`). Call {name} again \
+         with its arguments as one JSON object."
+    )
+}

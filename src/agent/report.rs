@@ -53,6 +53,8 @@ pub enum StopReason {
     /// Replies without any tool call, again after the nudge.
     NoToolCalls,
     ModelError,
+    /// The server asked to retry later than the wall time left.
+    RetryAfter,
     /// A tool failed in a way no call can fix (infrastructure).
     ToolError,
     Cancelled,
@@ -69,6 +71,7 @@ impl StopReason {
             StopReason::RepeatedCall => "repeated-call",
             StopReason::NoToolCalls => "no-tool-calls",
             StopReason::ModelError => "model-error",
+            StopReason::RetryAfter => "retry-after",
             StopReason::ToolError => "tool-error",
             StopReason::Cancelled => "cancelled",
         }
@@ -103,6 +106,9 @@ pub struct RunReport {
     /// Full sha of the branch's commit, when one was made.
     pub commit: Option<String>,
     pub workspace: String,
+    /// Where the transcript, the reports and the logs are (outside the worktree).
+    #[serde(default)]
+    pub records: String,
     pub turns: u32,
     pub max_turns: u32,
     pub tokens: Tokens,
@@ -161,7 +167,7 @@ impl RunReport {
         if let Some(e) = &self.error {
             let _ = writeln!(s, "  error: {e}");
         }
-        let _ = writeln!(s, "  records: {}/.vouch/", self.workspace);
+        let _ = writeln!(s, "  records: {}/", self.records);
         s
     }
 

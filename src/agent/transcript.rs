@@ -3,7 +3,8 @@
 //!
 //! Every line is an [`Event`] tagged by its `event` field. The loop writes them and [`resume`] reads them back
 //! through the same type, so the writer and the reader cannot drift apart; a line that is not an event (cut
-//! short by a crash, or written by an older vouch) is skipped.
+//! short by a crash, or written by an older vouch) is skipped. Every line passes a [`Redactor`] on its way
+//! to the file, so the API key never lands in the transcript, whatever the server reflected.
 
 use std::fs::File;
 use std::io::Write as _;
@@ -15,7 +16,7 @@ use serde_json::Value;
 
 use super::report::{Status, StopReason, Tokens};
 use crate::gate::report::Report;
-use crate::model::{ChatMessage, ChatTurn, Mode, ToolCall, Usage};
+use crate::model::{ChatMessage, ChatTurn, Mode, Redactor, ToolCall, Usage};
 
 /// One line of `transcript.jsonl`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -62,8 +63,14 @@ pub enum Event {
         recovered: bool,
         warnings: Vec<String>,
     },
-    /// The model client failed; the run stops.
-    ModelError { turn: u32, error: String },
+    /// The model client failed; the run stops. `overflow` when the prompt did not fit the context: a
+    /// resumed run elides old tool outputs before it sends it again.
+    ModelError {
+        turn: u32,
+        error: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        overflow: bool,
+    },
     /// One call and its result (`ok: false` for a failed call).
     Tool {
         turn: u32,
@@ -153,6 +160,7 @@ pub struct ElidedMessage {
 pub struct Transcript {
     path: PathBuf,
     file: File,
+    redactor: Redactor,
 }
 
 impl Transcript {
@@ -161,6 +169,7 @@ impl Transcript {
         Ok(Transcript {
             path: path.to_path_buf(),
             file,
+            redactor: Redactor::default(),
         })
     }
 
@@ -174,7 +183,14 @@ impl Transcript {
         Ok(Transcript {
             path: path.to_path_buf(),
             file,
+            redactor: Redactor::default(),
         })
+    }
+
+    /// The transcript with every line scrubbed by `redactor`.
+    pub fn redacting(mut self, redactor: Redactor) -> Transcript {
+        self.redactor = redactor;
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -185,13 +201,14 @@ impl Transcript {
     pub fn event(&mut self, event: &Event) {
         // One whole line per write: a crash leaves only complete events behind, and writing through a
         // formatter into an unbuffered file cost hundreds of small writes per turn.
-        let mut line = match serde_json::to_vec(event) {
+        let line = match serde_json::to_string(event) {
             Ok(line) => line,
             Err(e) => {
                 tracing::warn!("cannot serialize a transcript event: {e}");
                 return;
             }
         };
+        let mut line = self.redactor.text(&line).into_bytes();
         line.push(b'\n');
         if let Err(e) = self.file.write_all(&line) {
             tracing::warn!("cannot write the transcript {}: {e}", self.path.display());
@@ -219,6 +236,8 @@ pub struct Resumed {
     pub gate: Option<Report>,
     /// The last commit made.
     pub commit: Option<String>,
+    /// The run stopped because the prompt overflowed the context (its last model error).
+    pub overflowed: bool,
 }
 
 /// Reads an earlier run's transcript. Lines that are not events (a last line cut short by a crash) are
@@ -233,6 +252,7 @@ pub fn resume(path: &Path) -> Result<Resumed> {
         };
         match event {
             Event::Start { base, .. } => r.base = Some(base),
+            Event::ModelError { overflow, .. } => r.overflowed = overflow,
             Event::Message { index, message } => {
                 if by_index.len() <= index {
                     by_index.resize(index + 1, None);
@@ -241,6 +261,7 @@ pub fn resume(path: &Path) -> Result<Resumed> {
             }
             Event::Request { messages, .. } => r.sent = messages,
             Event::Response { usage, .. } => {
+                r.overflowed = false;
                 r.turns += 1;
                 if let Some(u) = usage {
                     r.last_prompt = u.prompt;

@@ -42,6 +42,9 @@ impl Agent<'_> {
             Gated::Error(_) if self.cancel.is_cancelled() => {
                 Flow::Stop(self.unfinished(), StopReason::Cancelled)
             }
+            Gated::Error(_) if self.limit.is_cancelled() => {
+                Flow::Stop(self.unfinished(), StopReason::WallTime)
+            }
             Gated::Error(e) => {
                 self.error = Some(e);
                 Flow::Stop(Status::Error, StopReason::Submitted)
@@ -121,7 +124,8 @@ impl Agent<'_> {
         opts.allow.extend(self.cfg.task.scope.iter().cloned());
         opts.cache = self.cfg.cache.clone();
         opts.workspaces = self.cfg.workspaces.clone();
-        let report = crate::gate::run(&opts, self.ui, self.cancel)
+        // The gate stops with the run's wall time, like any tool.
+        let report = crate::gate::run(&opts, self.ui, &self.limit)
             .await
             .context("run the gate")?;
         self.transcript.event(&Event::Gate {

@@ -1,12 +1,14 @@
 //! `vouch clean`: removes the agent's workspaces (the worktree registration, its directory and the branch
 //! `vouch/<task-id>`), but never work that exists nowhere else unless `--force`: a branch with commits that
-//! neither the default branch nor the user's HEAD contains, or a worktree with uncommitted changes.
+//! neither the default branch nor the user's HEAD contains, or a worktree with uncommitted changes. The
+//! run's records (under vouch's data directory) go with the workspace they describe.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use git2::{BranchType, Oid, Repository, StatusOptions};
 
+use crate::agent::records::{self, Records};
 use crate::cli::CleanArgs;
 use crate::error::{VouchError, EXIT_PASS};
 
@@ -39,16 +41,16 @@ pub fn run(args: CleanArgs) -> Result<i32> {
             .ok()
             .and_then(|b| b.get().target());
         let registered = user.find_worktree(id).ok().map(|w| w.path().to_path_buf());
+        let records = Records::of(&dir, id)?;
         let dir = match &registered {
             Some(p) => std::path::absolute(p).unwrap_or_else(|_| p.clone()),
-            None => std::path::absolute(Path::new("workspaces").join(id))
-                .context("locate workspaces/")?,
+            None => records::workspaces(&dir)?.join(id),
         };
         if tip.is_none() && registered.is_none() {
             missing.push(id.clone());
             continue;
         }
-        let unsaved = unsaved(&user, &dir, tip)?;
+        let unsaved = unsaved(&user, &dir, &records, tip)?;
         if !unsaved.is_empty() && !args.force {
             let why: Vec<String> = unsaved
                 .iter()
@@ -72,10 +74,17 @@ pub fn run(args: CleanArgs) -> Result<i32> {
             continue;
         }
         crate::workspace::remove(&user, &dir, id, &branch)?;
+        let had_records = records.dir().exists();
+        records.remove()?;
         out.line(&format!(
-            "  removed  {id}: {}branch {branch}{}",
+            "  removed  {id}: {}branch {branch}{}{}",
             if registered.is_some() {
                 format!("worktree {}, ", dir.display())
+            } else {
+                String::new()
+            },
+            if had_records {
+                format!(", records {}", records.dir().display())
             } else {
                 String::new()
             },
@@ -139,7 +148,12 @@ fn discover(user: &Repository) -> Result<Vec<String>> {
 }
 
 /// The work that removing the workspace would lose.
-fn unsaved(user: &Repository, dir: &Path, tip: Option<Oid>) -> Result<Vec<Unsaved>> {
+fn unsaved(
+    user: &Repository,
+    dir: &Path,
+    records: &Records,
+    tip: Option<Oid>,
+) -> Result<Vec<Unsaved>> {
     let mut found = Vec::new();
     if let Some(tip) = tip {
         let mut walk = user.revwalk().context("walk the branch")?;
@@ -156,7 +170,7 @@ fn unsaved(user: &Repository, dir: &Path, tip: Option<Oid>) -> Result<Vec<Unsave
             against.push("HEAD".to_string());
         }
         // The base the run started from is not the agent's work, even when it is not merged itself.
-        if let Some(base) = recorded_base(user, dir) {
+        if let Some(base) = recorded_base(user, records) {
             walk.hide(base).context("walk the branch")?;
         }
         let count = walk.flatten().count();
@@ -185,10 +199,9 @@ fn unsaved(user: &Repository, dir: &Path, tip: Option<Oid>) -> Result<Vec<Unsave
     Ok(found)
 }
 
-/// The base commit the run recorded in its transcript.
-fn recorded_base(user: &Repository, dir: &Path) -> Option<Oid> {
-    let path = dir.join(".vouch").join("transcript.jsonl");
-    let base = crate::agent::transcript::resume(&path).ok()?.base?;
+/// The base commit the run recorded at its start (in its records, not the worktree).
+fn recorded_base(user: &Repository, records: &Records) -> Option<Oid> {
+    let base = records.state().ok()??.base;
     crate::git::resolve(user, &base).ok()
 }
 

@@ -13,7 +13,7 @@ use crate::config::Settings;
 use crate::error::VouchError;
 use crate::gate;
 use crate::llama::{self, InstallTools, ModelChoice, ServeOptions, Server, SetupOptions};
-use crate::model::{ModelConfig, DEFAULT_ENDPOINT, DEFAULT_MODEL};
+use crate::model::{ModelConfig, DEFAULT_ENDPOINT, DEFAULT_MAX_TOKENS, DEFAULT_MODEL};
 use crate::ui::Ui;
 
 use super::{output, runtime, write_file};
@@ -178,6 +178,7 @@ fn flag_settings(args: &RunArgs) -> Settings {
         stall_turns: args.stall_turns,
         repair_cycles: args.repair_cycles,
         context: args.context,
+        max_tokens: args.max_tokens,
         profile: args.profile.clone(),
         author: args.author.clone(),
         signoff: args.signoff.then_some(true),
@@ -204,6 +205,11 @@ fn config(
     );
     model.api_key_env = settings.api_key_env.clone();
     model.tool_mode = settings.tool_mode.unwrap_or_default();
+    let max_tokens = settings.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+    if max_tokens == 0 {
+        return Err(VouchError::usage("--max-tokens must be at least 1").into());
+    }
+    model.max_tokens = Some(max_tokens);
     // The task's front matter is more specific than a config file, less than a flag.
     let max_turns = args
         .max_turns
@@ -221,6 +227,9 @@ fn config(
     let mut checks = gate::Options::for_repo(&repo);
     args.checks.apply(&mut checks);
     let defaults = Rails::default();
+    // Outside the user's checkout. A directory that is no repository fails when the run opens it.
+    let workspaces = crate::agent::records::workspaces(&repo)
+        .unwrap_or_else(|_| crate::agent::records::data_dir().join("workspaces"));
     Ok(Config {
         repo,
         base: args
@@ -229,7 +238,7 @@ fn config(
             .or_else(|| task.base.clone())
             .unwrap_or_else(|| "HEAD".to_string()),
         profile,
-        workspaces: PathBuf::from("workspaces"),
+        workspaces,
         fresh: args.fresh,
         resume: args.resume,
         context: settings.context.filter(|n| *n > 0),

@@ -417,7 +417,7 @@ pub async fn run_selection(
 /// The per-test results a run of a test step left behind (its output and its JUnit file).
 fn parse_results(step: &Step, env: &StepEnv, spec: &Spec, junit: &Path) -> Vec<TestResult> {
     let stdout = parser_input(step, spec);
-    let junit_text = std::fs::read_to_string(junit).ok();
+    let junit_text = results::read_lossy(junit);
     results::parse(
         step.runner(),
         &RunOutput {
@@ -435,7 +435,7 @@ fn parser_input(step: &Step, spec: &Spec) -> String {
         results::Runner::Go => &spec.log_path,
         _ => &spec.stdout_path,
     };
-    std::fs::read_to_string(path).unwrap_or_default()
+    results::read_output(path)
 }
 
 /// Whether a step's output streams must share one pipe (see [`Spec::merge_output`]).

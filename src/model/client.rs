@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use reqwest::header::{HeaderMap, CONTENT_TYPE, RETRY_AFTER};
@@ -13,6 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::constrained;
 use super::error::{classify, ModelError};
+use super::redact::Redactor;
 use super::wire::{parse_response, Accumulator, RawReply, SseLines};
 use super::{ChatRequest, ChatTurn, Mode, ModelConfig, ServerKind, ToolCall, ToolMode};
 use crate::toolcall::{recover, Format, Message, NativeCall, ToolSpec};
@@ -51,6 +52,8 @@ struct State {
     mode: Mode,
     /// `None` until `/props` was asked (or never, when the configuration says which server it is).
     server: Option<ServerInfo>,
+    /// When the caller's time runs out: a `Retry-After` beyond it ends the request at once.
+    deadline: Option<Instant>,
 }
 
 /// A failed attempt, with the server's `Retry-After`.
@@ -73,6 +76,8 @@ pub struct Client {
     http: reqwest::Client,
     cfg: ModelConfig,
     key: Option<ApiKey>,
+    /// Removes the key from everything that comes back.
+    redactor: Redactor,
     chat_url: String,
     props_url: String,
     /// `host:port`, for messages.
@@ -159,14 +164,20 @@ impl Client {
             }),
             ServerKind::Other => Some(ServerInfo::default()),
         };
+        let redactor = Redactor::new(key.as_ref().map(|k| k.0.as_str()));
         Ok(Client {
             http,
+            redactor,
             chat_url: format!("{v1}/chat/completions"),
             props_url: format!("{root}/props"),
             address,
             key,
             cfg,
-            state: Mutex::new(State { mode, server }),
+            state: Mutex::new(State {
+                mode,
+                server,
+                deadline: None,
+            }),
             next_id: AtomicU64::new(1),
         })
     }
@@ -189,6 +200,17 @@ impl Client {
         &self.cfg
     }
 
+    /// What removes the API key from text: for everything the caller records or sends on.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    /// The moment the caller's time runs out (`--wall-time`): a server asking to retry after it ends the
+    /// request with [`ModelError::RetryPastDeadline`] instead of a wait that cannot pay off.
+    pub fn set_deadline(&self, deadline: Option<Instant>) {
+        self.state().deadline = deadline;
+    }
+
     fn authorized(&self, rb: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         match &self.key {
             Some(k) => rb.bearer_auth(&k.0),
@@ -200,15 +222,30 @@ impl Client {
     /// when it is `auto`. A server that does not answer `/props` is not llama-server. When the server
     /// cannot be reached at all the answer is not remembered (the chat request reports that properly).
     pub async fn probe(&self) -> Option<ServerInfo> {
+        self.probe_once().await.ok().flatten()
+    }
+
+    /// One `GET /props`: `Err` when nothing answered, `Ok(None)` when the answer says to ask again later.
+    async fn probe_once(&self) -> Result<Option<ServerInfo>, reqwest::Error> {
         let rb = self.authorized(self.http.get(&self.props_url));
         let limit = self.cfg.request_timeout.min(Duration::from_secs(30));
         let resp = match tokio::time::timeout(limit, rb.send()).await {
             Ok(Ok(resp)) => resp,
-            Ok(Err(_)) | Err(_) => return None,
+            // Unreachable: the chat request reports that, with its retries.
+            Ok(Err(e)) => return Err(e),
+            // A server that takes this long over `/props` is not answering it: asking every turn would
+            // cost the same wait again each time.
+            Err(_) => {
+                tracing::info!("GET /props did not answer within {limit:?}; not asking again");
+                return Ok(Some(self.remember(ServerInfo {
+                    llama_server: self.cfg.server == ServerKind::LlamaServer,
+                    ..ServerInfo::default()
+                })));
+            }
         };
         if resp.status().is_server_error() {
             // llama-server answers 503 while it loads the model: ask again next turn.
-            return None;
+            return Ok(None);
         }
         let props = if resp.status().is_success() {
             tokio::time::timeout(limit, resp.json::<Value>())
@@ -239,6 +276,11 @@ impl Client {
                 .and_then(|p| p.pointer("/default_generation_settings/n_ctx"))
                 .and_then(Value::as_u64),
         };
+        Ok(Some(self.remember(info)))
+    }
+
+    /// Keeps what the probe learnt; settles an `auto` mode on a template without tools.
+    fn remember(&self, info: ServerInfo) -> ServerInfo {
         let mut state = self.state();
         if self.cfg.tool_mode == ToolMode::Auto
             && info.supports_tools == Some(false)
@@ -250,7 +292,24 @@ impl Client {
             state.mode = Mode::Constrained;
         }
         state.server = Some(info.clone());
-        Some(info)
+        info
+    }
+
+    /// Whether anything answers at the endpoint: `GET /props` until an HTTP answer comes back (any status),
+    /// retried like a chat request. `Err` when nothing answered: nothing should be set up for a run then.
+    pub async fn ping(&self) -> Result<(), ModelError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.probe_once().await {
+                // Something answered (a timeout too: something listens and is busy).
+                Ok(_) => return Ok(()),
+                Err(e) if attempt > self.cfg.max_retries => {
+                    return Err(self.scrub(self.transport_error(&e)))
+                }
+                Err(_) => tokio::time::sleep(backoff(&self.cfg, attempt)).await,
+            }
+        }
     }
 
     /// Sends one turn and reads the reply, its tool calls included.
@@ -334,23 +393,32 @@ impl Client {
             } else {
                 self.once(body, attempt).await
             };
-            match result {
-                Ok(reply) => return Ok(reply),
-                Err(f) if f.error.retryable() && attempt <= self.cfg.max_retries => {
-                    let delay = match f.retry_after {
-                        Some(d) => d.min(self.cfg.retry_after_max),
-                        None => backoff(&self.cfg, attempt),
-                    };
-                    tracing::warn!("model request failed ({}); retrying in {delay:?}", f.error);
-                    tokio::time::sleep(delay).await;
-                }
-                Err(f) => {
-                    return Err(match &self.key {
-                        Some(k) => f.error.redacted(&k.0),
-                        None => f.error,
-                    })
+            let f = match result {
+                Ok(reply) => return Ok(self.redact_reply(reply)),
+                Err(f) => Failure {
+                    error: self.scrub(f.error),
+                    retry_after: f.retry_after,
+                },
+            };
+            if !f.error.retryable() || attempt > self.cfg.max_retries {
+                return Err(f.error);
+            }
+            if let (Some(asked), Some(deadline)) = (f.retry_after, self.state().deadline) {
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                if asked > remaining {
+                    return Err(ModelError::RetryPastDeadline {
+                        retry_after: asked,
+                        remaining,
+                        message: f.error.to_string(),
+                    });
                 }
             }
+            let delay = match f.retry_after {
+                Some(d) => d.min(self.cfg.retry_after_max),
+                None => backoff(&self.cfg, attempt),
+            };
+            tracing::warn!("model request failed ({}); retrying in {delay:?}", f.error);
+            tokio::time::sleep(delay).await;
         }
     }
 
@@ -396,7 +464,7 @@ impl Client {
             let text = resp.text().await.map_err(|e| ModelError::StreamCut {
                 detail: self.redact(error_chain(&e)),
             })?;
-            parse_response(&text).map_err(Failure::from)
+            parse_response(&self.redact(text)).map_err(Failure::from)
         };
         match tokio::time::timeout(timeout, exchange).await {
             Ok(r) => r,
@@ -440,8 +508,21 @@ impl Client {
                 .map_err(|e| ModelError::StreamCut {
                     detail: self.redact(error_chain(&e)),
                 })?;
-            return parse_response(&text).map_err(Failure::from);
+            return parse_response(&self.redact(text)).map_err(Failure::from);
         }
+        let deadline = self.cfg.stream_deadline;
+        match tokio::time::timeout(deadline, self.read_stream(resp)).await {
+            Ok(r) => r,
+            Err(_) => Err(ModelError::Timeout {
+                what: "the streamed reply did not finish (overall deadline)",
+                after: deadline,
+            }
+            .into()),
+        }
+    }
+
+    /// The events of a streamed reply, joined, until `[DONE]`, a finish reason or the end.
+    async fn read_stream(&self, resp: reqwest::Response) -> Result<RawReply, Failure> {
         let idle = self.cfg.idle_timeout;
         let mut stream = resp.bytes_stream();
         let mut sse = SseLines::default();
@@ -482,10 +563,34 @@ impl Client {
 
     /// Removes the API key from text that came from the server or the network stack.
     fn redact(&self, s: String) -> String {
+        self.redactor.text(&s)
+    }
+
+    /// The error without the key in any of its texts.
+    fn scrub(&self, error: ModelError) -> ModelError {
         match &self.key {
-            Some(k) if k.0.len() >= 4 && s.contains(&k.0) => s.replace(&k.0, "<redacted>"),
-            _ => s,
+            Some(k) => error.redacted(&k.0),
+            None => error,
         }
+    }
+
+    /// A whole reply without the key: its text, reasoning and every call's name and arguments, joined, so a
+    /// key split across two deltas is found too.
+    fn redact_reply(&self, mut reply: RawReply) -> RawReply {
+        if self.redactor.is_empty() {
+            return reply;
+        }
+        self.redactor.in_place(&mut reply.content);
+        self.redactor.in_place(&mut reply.reasoning);
+        for call in &mut reply.calls {
+            self.redactor.in_place(&mut call.id);
+            self.redactor.in_place(&mut call.name);
+            self.redactor.in_place(&mut call.arguments);
+        }
+        if let Some(t) = reply.timings.as_mut() {
+            self.redactor.value(t);
+        }
+        reply
     }
 
     fn fresh_id(&self) -> String {
@@ -533,9 +638,58 @@ impl Client {
                 return turn;
             }
         }
+        // Native calls one by one, so that each keeps its own id: a call whose arguments cannot be read is
+        // kept (its arguments the raw text) and gets an error result of its own, instead of vanishing and
+        // shifting the ids of the calls after it.
+        let mut ordered: Vec<ToolCall> = Vec::new();
+        let mut readable = 0;
+        if !natives.is_empty() {
+            for (raw_call, native) in raw.calls.iter().zip(&natives) {
+                let one = Message {
+                    content: None,
+                    reasoning_content: None,
+                    tool_calls: std::slice::from_ref(native),
+                };
+                let rec = recover(&one, specs, None);
+                turn.warnings.extend(rec.warnings);
+                let id = Some(raw_call.id.clone())
+                    .filter(|id| !id.is_empty())
+                    .unwrap_or_else(|| self.fresh_id());
+                match rec.calls.into_iter().next() {
+                    Some(call) if rec.format == Format::Native => {
+                        readable += 1;
+                        ordered.push(ToolCall {
+                            id,
+                            name: call.name,
+                            arguments: call.arguments,
+                        });
+                    }
+                    _ => {
+                        // A tool that is not offered is dropped, as before; an offered one with arguments
+                        // that are not JSON is kept to be answered.
+                        if let Some(spec) = specs
+                            .iter()
+                            .find(|s| s.name.eq_ignore_ascii_case(native.name.trim()))
+                        {
+                            ordered.push(ToolCall {
+                                id,
+                                name: spec.name.clone(),
+                                arguments: Value::String(native.arguments.clone()),
+                            });
+                        }
+                    }
+                }
+            }
+            if readable > 0 {
+                turn.calls = ordered;
+                return turn;
+            }
+        }
         let rec = recover(&msg, specs, None);
-        turn.warnings = rec.warnings;
+        turn.warnings.extend(rec.warnings);
         if rec.calls.is_empty() {
+            // Only unreadable native calls: each still gets its answer.
+            turn.calls = ordered;
             return turn;
         }
         turn.recovered = rec.format != Format::Native;

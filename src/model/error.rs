@@ -46,6 +46,13 @@ pub enum ModelError {
     /// The client's own configuration is unusable.
     #[error("{message}")]
     Config { message: String },
+    /// The server asked to retry later than the caller's time allows.
+    #[error("the server asked to retry after {retry_after:?}, past the {remaining:?} left of the run's wall time: {message}")]
+    RetryPastDeadline {
+        retry_after: Duration,
+        remaining: Duration,
+        message: String,
+    },
 }
 
 impl ModelError {
@@ -113,6 +120,15 @@ impl ModelError {
             ModelError::StreamCut { detail } => ModelError::StreamCut { detail: r(detail) },
             ModelError::BadResponse { detail } => ModelError::BadResponse { detail: r(detail) },
             ModelError::Config { message } => ModelError::Config {
+                message: r(message),
+            },
+            ModelError::RetryPastDeadline {
+                retry_after,
+                remaining,
+                message,
+            } => ModelError::RetryPastDeadline {
+                retry_after,
+                remaining,
                 message: r(message),
             },
             e @ ModelError::Timeout { .. } => e,

@@ -18,8 +18,10 @@
 //! an environment variable whose *name* is configured and never appears in errors or `Debug` output.
 //!
 //! A turn is cancelled by dropping its future (the connection closes with it); a stream that stays silent for
-//! the idle timeout fails with [`ModelError::Timeout`], a stream cut mid-reply with [`ModelError::StreamCut`];
-//! neither is retried (an error event inside a stream is classified like a status and may be).
+//! the idle timeout, or has not finished by the overall stream deadline, fails with [`ModelError::Timeout`],
+//! a stream cut mid-reply with [`ModelError::StreamCut`]; neither is retried (an error event inside a stream
+//! is classified like a status and may be). Everything that comes back is scrubbed of the key
+//! ([`Redactor`]) before anyone sees it: errors, retry log lines, the joined text and calls of a reply.
 //!
 //! `client.rs` holds HTTP, retries and server detection; `wire.rs` reads responses and accumulates streamed
 //! chunks; `constrained.rs` builds the constrained mode's schema, prompt and history; `error.rs` classifies.
@@ -27,6 +29,7 @@
 mod client;
 mod constrained;
 mod error;
+pub mod redact;
 mod wire;
 
 use std::time::Duration;
@@ -37,11 +40,14 @@ use serde_json::{json, Value};
 pub use client::{Client, ServerInfo};
 pub use constrained::{response_format, ResponseFormat};
 pub use error::ModelError;
+pub use redact::Redactor;
 
 /// The endpoint when neither a flag, `VOUCH_ENDPOINT` nor `vouch.toml` names one: a local llama-server.
 pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:8080";
 /// The `model` field sent when none is configured (llama-server ignores it).
 pub const DEFAULT_MODEL: &str = "local";
+/// Tokens one reply may generate when neither `--max-tokens` nor `vouch.toml` says.
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
 /// How tool calls are requested, as configured (`--tool-mode`, `tool_mode` in `vouch.toml`). The variants'
 /// doc comments are the flag's help.
@@ -116,6 +122,9 @@ pub struct ModelConfig {
     pub connect_timeout: Duration,
     /// Time for a whole non-streamed request, or until a streamed reply starts.
     pub request_timeout: Duration,
+    /// Time for a whole streamed reply: a server that drips a chunk just inside the idle timeout, forever,
+    /// ends here.
+    pub stream_deadline: Duration,
     /// Longest silence between two chunks of a streamed reply.
     pub idle_timeout: Duration,
     /// Retries after the first attempt, on connection errors, 5xx and 429.
@@ -142,6 +151,7 @@ impl ModelConfig {
             stream: true,
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(600),
+            stream_deadline: Duration::from_secs(1800),
             idle_timeout: Duration::from_secs(120),
             max_retries: 4,
             backoff_base: Duration::from_millis(500),

@@ -69,6 +69,9 @@ fn edit(ws: &Workspace, args: Args) -> Result<String, String> {
         );
     }
     let text = read_text(&path)?;
+    if let Ok(meta) = fs::metadata(&path.abs) {
+        super::text::writable(rel, &meta)?;
+    }
     let crlf = is_crlf(&text);
     let body = if crlf {
         text.replace("\r\n", "\n")

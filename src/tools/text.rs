@@ -29,6 +29,10 @@ pub(crate) fn read_text(path: &Resolved) -> Result<String, String> {
             "`{rel}` is a directory; use list_files to see what is in it."
         ));
     }
+    if !meta.is_file() {
+        // A FIFO or a device: opening it for reading could wait for ever, or never end.
+        return Err(special_file(rel));
+    }
     if meta.len() > MAX_FILE_BYTES {
         return Err(format!(
             "`{rel}` is {} bytes, too large to read whole; use search to find the lines you need.",
@@ -44,6 +48,33 @@ pub(crate) fn read_text(path: &Resolved) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| {
         format!("`{rel}` is not UTF-8 text; only UTF-8 text files can be read or edited.")
     })
+}
+
+/// Why a file that is neither a regular file nor a directory is refused.
+pub(crate) fn special_file(rel: &str) -> String {
+    format!(
+        "`{rel}` is not a regular file (a FIFO, socket or device); only regular files can be read or written."
+    )
+}
+
+/// Refuses to write through `meta`'s file when it is not a regular file, or when it has other hard links:
+/// writing would change the file under its other names too, which may lie outside the worktree.
+pub(crate) fn writable(rel: &str, meta: &fs::Metadata) -> Result<(), String> {
+    if !meta.is_file() {
+        return Err(special_file(rel));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        if meta.nlink() > 1 {
+            return Err(format!(
+                "`{rel}` has {} hard links: writing it would change the same file under its other names, \
+                 perhaps outside the repository. Write a new file instead (delete this one first).",
+                meta.nlink()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Whether the file's lines end in CRLF: it has at least one, and no bare LF.

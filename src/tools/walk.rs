@@ -54,7 +54,7 @@ pub(crate) fn files(ws: &Workspace, start: &Resolved, filter: Option<&Filter>) -
         .git_global(false)
         .require_git(false)
         .follow_links(false)
-        .filter_entry(|entry| !entry.file_name().eq_ignore_ascii_case(".git"))
+        .filter_entry(|entry| !super::workspace::is_reserved(&entry.file_name().to_string_lossy()))
         .build()
         .filter_map(Result::ok)
         .filter(|entry| entry.file_type().is_some_and(|t| !t.is_dir()))

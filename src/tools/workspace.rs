@@ -3,7 +3,10 @@
 //!
 //! A path the model gives is relative to the root. It is refused when it is absolute, when `..` climbs out of
 //! the root, when it names anything under `.git` (the repository's history and configuration are the gate's,
-//! not the model's), or when a symbolic link on the way resolves outside the root. For a path that does not
+//! not the model's) or `.vouch` (vouch's own; its records are not in the worktree, but a file there would
+//! still look like them), or when a symbolic link on the way resolves outside the root. A name counts as
+//! `.git` when another file system would take it for `.git`: any case, trailing dots and spaces (Windows),
+//! invisible characters (macOS ignores them), the short name `GIT~1`, and `\` as a separator. For a path that does not
 //! exist yet (a new file), the nearest existing ancestor is resolved and checked, and the rest of the path is
 //! plain names, so creating it cannot leave the root either. A dangling symbolic link is refused: writing
 //! through it would create its target, wherever that is.
@@ -90,11 +93,11 @@ impl Workspace {
                  the repository can be read or written."
             ));
         };
-        if inside
+        if let Some(refusal) = inside
             .components()
-            .any(|c| is_git(c.as_os_str().to_str().unwrap_or_default()))
+            .find_map(|c| refused(&c.as_os_str().to_string_lossy(), &rel))
         {
-            return Err(git_refusal(&rel));
+            return Err(refusal);
         }
         let abs = tail.iter().rev().fold(canonical, |p, name| p.join(name));
         Ok(Resolved { abs, rel })
@@ -146,8 +149,8 @@ fn lexical(path: &str) -> Result<Vec<String>, String> {
             }
             Component::Normal(name) => {
                 let name = name.to_string_lossy().into_owned();
-                if is_git(&name) {
-                    return Err(git_refusal(trimmed));
+                if let Some(refusal) = refused(&name, trimmed) {
+                    return Err(refusal);
                 }
                 names.push(name);
             }
@@ -161,8 +164,55 @@ fn lexical(path: &str) -> Result<Vec<String>, String> {
     Ok(names)
 }
 
-fn is_git(name: &str) -> bool {
-    name.eq_ignore_ascii_case(".git")
+/// Why a path with the name `name` in it is refused, if it is.
+fn refused(name: &str, path: &str) -> Option<String> {
+    if name.split('\\').any(is_git) {
+        return Some(git_refusal(path));
+    }
+    if name.split('\\').any(is_vouch) {
+        return Some(format!(
+            "`{path}` is inside `.vouch`, which is vouch's own and off limits; work on the project's files."
+        ));
+    }
+    None
+}
+
+/// Whether a file system could take `name` for `.git`.
+pub(crate) fn is_git(name: &str) -> bool {
+    let n = folded(name);
+    n == ".git"
+        || n.strip_prefix("git~")
+            .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Whether a file system could take `name` for `.vouch`.
+pub(crate) fn is_vouch(name: &str) -> bool {
+    let n = folded(name);
+    n == ".vouch"
+        || n.strip_prefix("vouch~")
+            .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Whether a walk should skip an entry of this name (a name tools refuse).
+pub(crate) fn is_reserved(name: &str) -> bool {
+    name.split('\\').any(|n| is_git(n) || is_vouch(n))
+}
+
+/// The name as a case-insensitive, dot-and-space-trimming file system that ignores invisible characters
+/// (Windows, macOS) would compare it.
+fn folded(name: &str) -> String {
+    let visible: String = name.chars().filter(|c| !ignorable(*c)).collect();
+    visible.trim_end_matches(['.', ' ']).to_lowercase()
+}
+
+/// Characters that render as nothing and that HFS+ and other file systems drop when comparing names.
+fn ignorable(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}' | '\u{FFA0}'
+        | '\u{FFF0}'..='\u{FFF8}' | '\u{1BCA0}'..='\u{1BCA3}' | '\u{1D173}'..='\u{1D17A}'
+        | '\u{E0000}'..='\u{E0FFF}')
 }
 
 fn git_refusal(rel: &str) -> String {

@@ -7,7 +7,7 @@ use std::fs;
 
 use serde_json::{json, Value};
 
-use super::text::{is_crlf, line_count, looks_binary, plural};
+use super::text::{is_crlf, line_count, looks_binary, plural, writable};
 use super::{object, Args, CallFuture, Context, Tool, ToolError, Workspace};
 
 pub struct WriteFile;
@@ -52,6 +52,9 @@ fn write(ws: &Workspace, args: Args) -> Result<String, String> {
         return Err(format!(
             "`{rel}` is a directory; give the path of a file inside it."
         ));
+    }
+    if let Some(meta) = &existing {
+        writable(rel, meta)?;
     }
     let mut content = content.to_string();
     let mut note = "";

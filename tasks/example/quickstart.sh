@@ -24,7 +24,10 @@ if [ "$(id -u)" = 0 ]; then install=(--install-tools); fi
 echo "== the example repository (workspaces/example-repo)"
 bash tasks/example/make-repo.sh
 
-echo "== vouch run: the model works on tasks/example.md (worktree workspaces/example, branch vouch/example)"
+echo "== vouch run: the model works on tasks/example.md (worktree and records under workspaces/vouch-data, branch vouch/example)"
+# vouch keeps its worktrees and records under $VOUCH_DATA (default: the user's data dir); here, beside the example.
+export VOUCH_DATA="$PWD/workspaces/vouch-data"
+rm -rf "$VOUCH_DATA"
 export GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME="vouch" GIT_AUTHOR_EMAIL="vouch@localhost"
 export GIT_COMMITTER_NAME="vouch" GIT_COMMITTER_EMAIL="vouch@localhost"
 # --fresh-rooms: the repository was just made anew at the same path, and a reused clean room from the last
@@ -33,8 +36,10 @@ set +e
 "$vouch" run --task tasks/example.md --max-turns 20 --wall-time 25m --fresh --fresh-rooms
 run_status=$?
 set -e
+rm -rf workspaces/example-run
+cp -r "$VOUCH_DATA"/runs/*/example workspaces/example-run 2>/dev/null || true
 echo "   vouch run exited $run_status (0 verified, 1 rejected / no-go / incomplete)"
-echo "   its records: workspaces/example/.vouch/ (transcript.jsonl, report.md, report.json)"
+echo "   its records: workspaces/example-run/ (transcript.jsonl, report.md, report.json)"
 
 echo
 bash tasks/example/demo.sh

@@ -361,11 +361,13 @@ async fn vouch_run_env(repo: &Repo, model: &Model, args: &[&str], env: &[(&str, 
     full.extend(args.iter().map(|s| s.to_string()));
     let tmp = repo.tmp.path().to_path_buf();
     let cache = repo.cache.clone();
+    let data = repo.data();
     tokio::task::spawn_blocking(move || {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_vouch"))
             .args(&full)
             .current_dir(&tmp)
             .env("VOUCH_CACHE", &cache)
+            .env("VOUCH_DATA", &data)
             .env("XDG_CONFIG_HOME", tmp.join("config"))
             .env_remove("RUST_LOG")
             .env_remove("VOUCH_ENDPOINT")
@@ -385,17 +387,35 @@ async fn vouch_run_env(repo: &Repo, model: &Model, args: &[&str], env: &[(&str, 
     .unwrap()
 }
 
+/// The one directory `<data>/<kind>/<repo-key>/<id>` (a test has one repository).
+fn keyed(repo: &Repo, kind: &str, id: &str) -> PathBuf {
+    let root = repo.data().join(kind);
+    let keys: Vec<PathBuf> = std::fs::read_dir(&root)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(keys.len() <= 1, "more than one repository key: {keys:?}");
+    keys.into_iter()
+        .next()
+        .unwrap_or_else(|| root.join("none"))
+        .join(id)
+}
+
 fn workspace(repo: &Repo, id: &str) -> PathBuf {
-    repo.tmp.path().join("workspaces").join(id)
+    keyed(repo, "workspaces", id)
+}
+
+/// The run's records, outside the worktree.
+fn records(repo: &Repo, id: &str) -> PathBuf {
+    keyed(repo, "runs", id)
 }
 
 fn report(repo: &Repo, id: &str) -> Value {
-    let path = workspace(repo, id).join(".vouch/report.json");
+    let path = records(repo, id).join("report.json");
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
 fn transcript(repo: &Repo, id: &str) -> Vec<Value> {
-    std::fs::read_to_string(workspace(repo, id).join(".vouch/transcript.jsonl"))
+    std::fs::read_to_string(records(repo, id).join("transcript.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -510,9 +530,13 @@ async fn a_fix_with_a_biting_test_is_committed_on_its_branch_and_verified() {
     assert_eq!(got, want);
     let extra: Value = serde_json::from_str(&std::fs::read_to_string(&json_out).unwrap()).unwrap();
     assert_eq!(extra, r);
-    assert!(workspace(&repo, "add-subtracts")
-        .join(".vouch/report.md")
-        .is_file());
+    assert!(records(&repo, "add-subtracts").join("report.md").is_file());
+    // The records are outside the worktree, and the worktree holds no `.vouch/`.
+    assert!(!workspace(&repo, "add-subtracts").join(".vouch").exists());
+    assert_eq!(
+        r["records"],
+        records(&repo, "add-subtracts").display().to_string()
+    );
 
     // One commit on the branch, with the fix, the new test and the trailer, and none of vouch's records.
     let base = repo.git(&["rev-parse", "main"]);
@@ -715,7 +739,11 @@ async fn paths_that_escape_the_worktree_are_refused_and_nothing_is_written_outsi
         results[2].1.contains("outside the workspace"),
         "{results:?}"
     );
-    assert!(!repo.tmp.path().join("workspaces/escape.txt").exists());
+    assert!(!workspace(&repo, "escape")
+        .parent()
+        .unwrap()
+        .join("escape.txt")
+        .exists());
     assert!(!repo.tmp.path().join("escape.txt").exists());
     assert!(!abs.exists());
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
@@ -1174,6 +1202,7 @@ async fn ctrl_c_stops_the_run_with_a_report_and_exit_130() {
         ])
         .current_dir(repo.tmp.path())
         .env("VOUCH_CACHE", &repo.cache)
+        .env("VOUCH_DATA", repo.data())
         .envs(crate::util::git_env())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

@@ -270,10 +270,14 @@ fn repo_run(
             ("XDG_CONFIG_HOME", config),
         ],
     );
-    let report = repo
-        .tmp
-        .path()
-        .join("workspaces/say-hello/.vouch/report.json");
+    // The records are under $VOUCH_DATA/runs/<repo-key>/<task>/ (the test's one repository key).
+    let runs = repo.data().join("runs");
+    let report = std::fs::read_dir(&runs)
+        .ok()
+        .and_then(|mut d| d.next())
+        .and_then(|e| e.ok())
+        .map(|e| e.path().join("say-hello/report.json"))
+        .unwrap_or_else(|| runs.join("none"));
     let text = std::fs::read_to_string(&report)
         .unwrap_or_else(|e| panic!("{}: {e}\n{}", report.display(), run.stderr));
     (run, text)

@@ -7,6 +7,7 @@ mod gate_node;
 mod gate_python;
 mod gate_rules;
 mod gate_rust;
+mod hostile;
 mod local_model;
 mod model;
 mod sandbox;

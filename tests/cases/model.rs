@@ -35,6 +35,8 @@ enum Reply {
     StalledSse(Vec<String>),
     /// A 200 that comes only after this long.
     Slow(Duration, Value),
+    /// SSE content chunks, one every this long, for ever.
+    Drip(Duration),
 }
 
 struct Step {
@@ -138,6 +140,21 @@ async fn answer(State(script): State<Script>, req: Request) -> Response {
         Reply::Slow(delay, v) => {
             tokio::time::sleep(delay).await;
             json_reply(200, &[], v)
+        }
+        Reply::Drip(every) => {
+            let drip = futures::stream::unfold((), move |()| async move {
+                tokio::time::sleep(every).await;
+                let event = chunk(json!({"content": "."}));
+                Some((
+                    Ok::<_, std::io::Error>(Bytes::from(format!("data: {event}\n\n"))),
+                    (),
+                ))
+            });
+            Response::builder()
+                .status(200)
+                .header("content-type", "text/event-stream")
+                .body(Body::from_stream(drip))
+                .unwrap()
         }
         Reply::StalledSse(events) => {
             let head = futures::stream::iter(
@@ -467,6 +484,109 @@ async fn a_stream_that_goes_silent_times_out() {
     );
     assert!(err.to_string().contains("went silent"), "{err}");
     assert_eq!(server.finish().len(), 1);
+}
+
+#[tokio::test]
+async fn a_stream_that_drips_for_ever_ends_at_the_overall_deadline() {
+    let server = Scripted::start(vec![post(Reply::Drip(Duration::from_millis(50)))]).await;
+    let mut cfg = config(&server.url);
+    cfg.stream = true;
+    cfg.idle_timeout = Duration::from_secs(5);
+    cfg.stream_deadline = Duration::from_millis(600);
+    let client = Client::new(cfg).unwrap();
+    let started = Instant::now();
+    let err = client.chat(&ask("hi", vec![])).await.unwrap_err();
+    assert!(
+        matches!(err, ModelError::Timeout { after, .. } if after == Duration::from_millis(600)),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("overall deadline"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(4));
+    assert_eq!(server.finish().len(), 1);
+}
+
+#[tokio::test]
+async fn a_props_probe_that_timed_out_is_not_asked_again() {
+    let props = Step {
+        method: "GET",
+        path: "/props",
+        reply: Reply::Slow(Duration::from_secs(3), json!({})),
+    };
+    let ok = || {
+        post(Reply::Json(
+            200,
+            completion(json!({"role": "assistant", "content": "hi"}), "stop"),
+        ))
+    };
+    let server = Scripted::start(vec![props, ok(), ok()]).await;
+    let mut cfg = config(&server.url);
+    cfg.server = ServerKind::Detect;
+    cfg.request_timeout = Duration::from_millis(400);
+    let client = Client::new(cfg).unwrap();
+    let started = Instant::now();
+    client.chat(&ask("hi", vec![])).await.unwrap();
+    client.chat(&ask("hi", vec![])).await.unwrap();
+    // One probe's wait, not one per turn.
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    let seen = server.finish();
+    assert_eq!(seen.iter().filter(|s| s.path == "/props").count(), 1);
+}
+
+#[tokio::test]
+async fn a_retry_after_beyond_the_time_left_ends_the_request_at_once() {
+    let server = Scripted::start(vec![post(Reply::WithHeaders(
+        429,
+        vec![("retry-after", "120")],
+        json!({"error": {"message": "slow down"}}),
+    ))])
+    .await;
+    let client = Client::new(config(&server.url)).unwrap();
+    client.set_deadline(Some(std::time::Instant::now() + Duration::from_secs(5)));
+    let started = Instant::now();
+    let err = client.chat(&ask("hi", vec![])).await.unwrap_err();
+    assert!(
+        matches!(err, ModelError::RetryPastDeadline { retry_after, .. } if retry_after == Duration::from_secs(120)),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(server.finish().len(), 1);
+}
+
+#[tokio::test]
+async fn a_call_with_unreadable_arguments_keeps_its_place_and_the_others_their_ids() {
+    let message = json!({"role": "assistant", "content": "", "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"x\"}"}},
+        {"id": "b", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": "}},
+        {"id": "c", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"z\"}"}},
+    ]});
+    let server = Scripted::start(vec![post(Reply::Json(
+        200,
+        completion(message, "tool_calls"),
+    ))])
+    .await;
+    let mut cfg = config(&server.url);
+    cfg.max_tokens = Some(77);
+    let client = Client::new(cfg).unwrap();
+    let turn = client.chat(&ask("hi", tools())).await.unwrap();
+    let got: Vec<(String, Value)> = turn
+        .calls
+        .iter()
+        .map(|c| (c.id.clone(), c.arguments.clone()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("a".to_string(), json!({"path": "x"})),
+            ("b".to_string(), json!("{\"path\": ")),
+            ("c".to_string(), json!({"path": "z"})),
+        ]
+    );
+    let seen = server.finish();
+    assert_eq!(seen[0].body["max_tokens"], 77);
 }
 
 #[tokio::test]

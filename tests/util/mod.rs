@@ -101,6 +101,7 @@ impl Repo {
             .args(args)
             .current_dir(self.tmp.path())
             .env("VOUCH_CACHE", &self.cache)
+            .env("VOUCH_DATA", self.data())
             .env_remove("RUST_LOG")
             .envs(git_env())
             .envs(env.iter().copied())
@@ -126,6 +127,11 @@ impl Repo {
             .ok()
             .map(|t| serde_json::from_str(&t).unwrap());
         Gate { run, report }
+    }
+
+    /// vouch's data directory for this repository's runs (`$VOUCH_DATA`: records and worktrees).
+    pub fn data(&self) -> PathBuf {
+        self.tmp.path().join("data")
     }
 
     /// Every file under the repository (the .git directory included) with its bytes: for "untouched" checks.

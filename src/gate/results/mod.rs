@@ -50,7 +50,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
+pub use input::{read_lossy, read_output};
+
 mod gotest;
+mod input;
 mod junit;
 mod libtest;
 mod node;

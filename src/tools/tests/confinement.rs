@@ -171,3 +171,101 @@ fn git_is_off_limits_by_any_path() {
          worktree only.",
     );
 }
+
+#[test]
+fn names_another_file_system_takes_for_git_are_refused() {
+    let f = fixture(&[]);
+    for path in [
+        "GIT~1/config",
+        "git~12/hooks/x",
+        ".git./config",
+        ".git /config",
+        ".git. . /config",
+        ".g\u{200d}it/hooks/pre-commit",
+        "\u{feff}.git/config",
+        ".GiT/config",
+        ".git\\hooks\\pre-commit",
+        "src\\.git\\config",
+    ] {
+        for (tool, args) in every_tool(path) {
+            let err = f.err(tool, args);
+            assert!(err.contains("inside `.git`"), "{tool} {path}: {err}");
+        }
+    }
+    assert_eq!(
+        fs::read_dir(f.repo()).unwrap().count(),
+        1,
+        "only .git is in the repository"
+    );
+    // Names that merely look alike stay ordinary files.
+    f.ok("write_file", json!({"path": "git~x/a", "content": "a\n"}));
+    f.ok("write_file", json!({"path": ".gitx/a", "content": "a\n"}));
+    f.ok("write_file", json!({"path": ".github/a", "content": "a\n"}));
+}
+
+#[test]
+fn vouch_is_off_limits_to_every_tool() {
+    let f = fixture(&[(".vouch/gate.toml", "[[steps]]\n")]);
+    for path in [
+        ".vouch/report.json/x",
+        ".vouch",
+        ".VOUCH./gate.toml",
+        "a/../.vouch/transcript.jsonl",
+    ] {
+        for (tool, args) in every_tool(path) {
+            let err = f.err(tool, args);
+            assert!(err.contains("inside `.vouch`"), "{tool} {path}: {err}");
+        }
+    }
+    assert!(!f.repo().join(".vouch/report.json").exists());
+    // A walk from the root does not show it either.
+    let listed = f.ok("list_files", json!({}));
+    assert!(!listed.contains(".vouch"), "{listed}");
+}
+
+#[test]
+fn a_file_with_another_hard_link_is_not_written_through() {
+    let f = fixture(&[]);
+    let outside = f.outside().join("secret.txt");
+    fs::hard_link(&outside, f.repo().join("linked.txt")).unwrap();
+    let write = f.err(
+        "write_file",
+        json!({"path": "linked.txt", "content": "changed\n"}),
+    );
+    assert!(write.contains("2 hard links"), "{write}");
+    let edit = f.err(
+        "edit",
+        json!({"path": "linked.txt", "old_string": "secret", "new_string": "changed"}),
+    );
+    assert!(edit.contains("2 hard links"), "{edit}");
+    assert_eq!(fs::read_to_string(&outside).unwrap(), "secret\n");
+}
+
+#[test]
+fn a_fifo_is_refused_without_opening_it() {
+    // Each of these would block for ever if it opened the FIFO, so they run on a thread of their own.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let f = fixture(&[("a.txt", "a\n")]);
+        let made = std::process::Command::new("mkfifo")
+            .arg(f.repo().join("pipe"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let read = f.err("read_file", json!({"path": "pipe"}));
+        let write = f.err("write_file", json!({"path": "pipe", "content": "x"}));
+        let edit = f.err(
+            "edit",
+            json!({"path": "pipe", "old_string": "a", "new_string": "b"}),
+        );
+        let search = f.ok("search", json!({"pattern": "a"}));
+        tx.send((read, write, edit, search)).unwrap();
+    });
+    let (read, write, edit, search) = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("a tool opened the FIFO and hung");
+    for err in [read, write, edit] {
+        assert!(err.contains("not a regular file"), "{err}");
+    }
+    assert!(search.contains("a.txt"), "{search}");
+}
