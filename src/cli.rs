@@ -13,7 +13,7 @@ use crate::agent::{
     DEFAULT_SHELL_TIMEOUT, DEFAULT_STALL_TURNS, ELIDE_AT,
 };
 use crate::gate::outcome::Claim;
-use crate::gate::profile::{BiteRequire, BuildFailure};
+use crate::gate::profile::{BiteRequire, BuildFailure, HunkPolicy};
 use crate::gate::DEFAULT_RERUNS;
 use crate::llama::serve::{DEFAULT_CONTEXT as SERVE_CONTEXT, DEFAULT_PORT};
 use crate::llama::{FlashAttn, DEFAULT_MODEL_ID};
@@ -312,6 +312,11 @@ pub struct GateCheckArgs {
     #[arg(long, value_name = "accept|reject")]
     pub bite_build_failure: Option<BuildFailure>,
 
+    /// Bite check, per hunk: report production hunks no selected test notices (`advisory`), fail the gate on
+    /// them (`require`), or do not check (`off`).
+    #[arg(long, value_name = "advisory|require|off")]
+    pub bite_hunks: Option<HunkPolicy>,
+
     /// Pass a change that deletes tests or weakens their assertions.
     #[arg(long)]
     pub allow_removed_tests: bool,
@@ -340,6 +345,7 @@ impl GateCheckArgs {
         opts.no_bite = self.no_bite;
         opts.bite_require = self.bite_require;
         opts.bite_build_failure = self.bite_build_failure;
+        opts.bite_hunks = self.bite_hunks;
         opts.allow_removed_tests = self.allow_removed_tests;
         opts.fresh_rooms = self.fresh_rooms;
         opts.sandbox = self.sandbox;

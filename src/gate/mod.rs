@@ -11,6 +11,7 @@
 
 pub mod baseline;
 pub mod bite;
+pub mod cargo;
 mod checks;
 pub mod findings;
 pub mod judge;

@@ -151,6 +151,9 @@ pub enum BiteStatus {
     Skipped,
     /// No test step ran to completion.
     NotRun,
+    /// The check could not finish (the reverted build or the selected tests timed out) and no other test
+    /// bites: not evidence either way, and the gate does not pass on it.
+    Inconclusive,
 }
 
 impl BiteStatus {
@@ -161,6 +164,7 @@ impl BiteStatus {
             BiteStatus::NotApplicable => "not-applicable",
             BiteStatus::Skipped => "skipped",
             BiteStatus::NotRun => "not-run",
+            BiteStatus::Inconclusive => "inconclusive",
         }
     }
 }
@@ -199,6 +203,46 @@ impl TestOutcome {
     }
 }
 
+/// How a bite was proven: the production change reverted, or (when the reverted tests only failed to
+/// compile) the bodies of the change's new or changed functions replaced by a failing stub.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BiteMethod {
+    Revert,
+    Stub,
+}
+
+impl BiteMethod {
+    pub fn name(self) -> &'static str {
+        match self {
+            BiteMethod::Revert => "revert",
+            BiteMethod::Stub => "stub",
+        }
+    }
+}
+
+/// Whether one production hunk of the change is noticed by the selected tests when it alone is reverted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HunkStatus {
+    /// A selected test fails (or does not build) with this hunk reverted.
+    Guarded,
+    /// Every selected test passes with this hunk reverted.
+    Unguarded,
+    /// Not checked: comments or docs only, out of the time budget, or the run could not finish.
+    Skipped,
+}
+
+impl HunkStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            HunkStatus::Guarded => "guarded",
+            HunkStatus::Unguarded => "unguarded",
+            HunkStatus::Skipped => "skipped",
+        }
+    }
+}
+
 /// Which rule a finding comes from: what code branches on (the message is for people).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -232,6 +276,10 @@ pub enum Rule {
     Usage,
     /// The gate was interrupted (Ctrl-C) before it could judge (exit 130).
     Interrupted,
+    /// The bite check could not finish (timeouts) and no test bites.
+    BiteInconclusive,
+    /// A production hunk no selected test notices (`--bite-hunks require`).
+    UnguardedHunk,
 }
 
 impl Rule {
@@ -251,6 +299,8 @@ impl Rule {
             Rule::Infrastructure => "infrastructure",
             Rule::Usage => "usage",
             Rule::Interrupted => "interrupted",
+            Rule::BiteInconclusive => "bite-inconclusive",
+            Rule::UnguardedHunk => "unguarded-hunk",
         }
     }
 }
@@ -322,8 +372,19 @@ mod tests {
             BiteStatus::NotApplicable,
             BiteStatus::Skipped,
             BiteStatus::NotRun,
+            BiteStatus::Inconclusive,
         ] {
             same_name(b, b.name());
+        }
+        for m in [BiteMethod::Revert, BiteMethod::Stub] {
+            same_name(m, m.name());
+        }
+        for h in [
+            HunkStatus::Guarded,
+            HunkStatus::Unguarded,
+            HunkStatus::Skipped,
+        ] {
+            same_name(h, h.name());
         }
         for o in [
             TestOutcome::Bites,
@@ -351,6 +412,8 @@ mod tests {
             Rule::Infrastructure,
             Rule::Usage,
             Rule::Interrupted,
+            Rule::BiteInconclusive,
+            Rule::UnguardedHunk,
         ] {
             same_name(r, r.name());
         }

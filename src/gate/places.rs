@@ -4,15 +4,23 @@
 //! Cached rooms and caches live under `<cache>/rooms/<repo key>/<role>` so build tools' incremental output
 //! survives between runs; `--keep` puts rooms and logs under `workspaces/gate-<head>` for the user to inspect;
 //! `--fresh-rooms` uses temporary rooms. Logs always start empty, so a report never points at an old run's.
+//!
+//! Build output is shared between the roles of one repository where the build tool's own fingerprints make
+//! that safe. For cargo that is the dependencies only: a workspace member's artifacts are named by a hash of
+//! its path *relative to the workspace*, so two rooms of one repository would write the same files, and cargo
+//! judges them fresh by modification times alone, so one room would run another's build (measured: a room
+//! whose sources are older than another room's build reuses it). Registry and git dependencies are named by
+//! their version, source and flags, never by the room: before a role builds for the first time, its target
+//! directories get the head role's dependency artifacts as hard links ([`seed_dependencies`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
 use crate::gate::bite::plan::Plan;
 use crate::gate::steps::StepEnv;
 use crate::gate::{Options, Prepared};
-use crate::room::{Placement, Room, Target};
+use crate::room::{OverlayFile, Placement, Room, Target};
 
 /// The places a gate run uses for one role (head, base, bite).
 pub(super) struct Places {
@@ -34,6 +42,16 @@ pub(super) fn places_logged(
     logs_name: &str,
 ) -> Result<Places> {
     let places = layout(opts, &prep.repo_key, &prep.head.sha, role, logs_name);
+    if role != "head" {
+        let head = layout(opts, &prep.repo_key, &prep.head.sha, "head", "head");
+        let seeded = seed_dependencies(&head.cache, &places.cache);
+        if seeded > 0 {
+            tracing::debug!(
+                "{role}: {seeded} dependency artifacts linked from {}",
+                head.cache.display()
+            );
+        }
+    }
     std::fs::create_dir_all(&places.cache)
         .with_context(|| format!("create {}", places.cache.display()))?;
     if places.logs.exists() {
@@ -97,11 +115,21 @@ pub(super) async fn open_bite_room(
     prep: &Prepared,
     plan: &Plan,
 ) -> Result<(Room, Places)> {
-    let places = places(opts, prep, "bite")?;
+    open_overlay_room(opts, prep, plan.overlay.clone(), "bite").await
+}
+
+/// The bite room holding base with `files` laid over it (the reverted tree, a stubbed head, head with one
+/// hunk reverted), its step logs under `logs_name`. One room for all of them, so each build is incremental.
+pub(super) async fn open_overlay_room(
+    opts: &Options,
+    prep: &Prepared,
+    files: Vec<(String, Option<OverlayFile>)>,
+    logs_name: &str,
+) -> Result<(Room, Places)> {
+    let places = places_logged(opts, prep, "bite", logs_name)?;
     let objects = prep.objects.clone();
     let base = git2::Oid::from_str(&prep.base.sha)?;
     let preserve = prep.profile.room.preserve.clone();
-    let files = plan.overlay.clone();
     let placement = places.room.clone();
     let room = tokio::task::spawn_blocking(move || {
         Room::open(
@@ -114,6 +142,198 @@ pub(super) async fn open_bite_room(
     .await
     .context("room task")??;
     Ok((room, places))
+}
+
+/// Links the dependency artifacts of every cargo target directory under `from` (a role's cache) into the same
+/// place under `to`, unit by unit, where `to` does not have the unit yet. Returns how many files it linked.
+///
+/// A unit is a dependency when its dep-info lists sources under cargo's registry or git checkouts (workspace
+/// members list paths relative to their package). Its fingerprint directory is copied (cargo rewrites those
+/// files in place); its compiled files and build-script output are hard-linked (rustc and the linker replace
+/// an output instead of writing into it), falling back to a copy across file systems. Errors only cost the
+/// sharing: the role then builds the dependency itself.
+pub(super) fn seed_dependencies(from: &Path, to: &Path) -> usize {
+    let mut linked = 0;
+    let Ok(entries) = std::fs::read_dir(from) else {
+        return 0;
+    };
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        if !dir.join("CACHEDIR.TAG").is_file() {
+            continue;
+        }
+        for profile in profile_dirs(&dir) {
+            let Ok(rel) = profile.strip_prefix(from) else {
+                continue;
+            };
+            linked += seed_profile(&profile, &to.join(rel));
+        }
+    }
+    linked
+}
+
+/// The profile directories of a cargo target directory: `debug`, `release`, `<triple>/debug`, ...
+fn profile_dirs(target: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(target) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.join(".fingerprint").is_dir() {
+            out.push(p);
+        } else if p.is_dir() {
+            if let Ok(inner) = std::fs::read_dir(&p) {
+                out.extend(
+                    inner
+                        .flatten()
+                        .map(|e| e.path())
+                        .filter(|q| q.join(".fingerprint").is_dir()),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Whether a dep-info file (`deps/<unit>.d`) is a dependency's: its first source is in cargo's registry or
+/// a git checkout.
+fn is_dependency(dep_info: &str) -> bool {
+    let Some(first) = dep_info.lines().next() else {
+        return false;
+    };
+    let sources = first.split_once(": ").map_or("", |(_, s)| s);
+    let source = sources.split_whitespace().next().unwrap_or("");
+    source.starts_with('/')
+        && (source.contains("/registry/src/") || source.contains("/git/checkouts/"))
+}
+
+fn seed_profile(from: &Path, to: &Path) -> usize {
+    let deps = from.join("deps");
+    let Ok(entries) = std::fs::read_dir(&deps) else {
+        return 0;
+    };
+    // The hashes of dependency units, from their dep-info files (`name-hash.d`), and of build scripts.
+    let mut hashes = std::collections::BTreeSet::new();
+    let mut dep_infos: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "d"))
+        .collect();
+    if let Ok(builds) = std::fs::read_dir(from.join("build")) {
+        for b in builds.flatten() {
+            if let Ok(inner) = std::fs::read_dir(b.path()) {
+                dep_infos.extend(
+                    inner
+                        .flatten()
+                        .map(|e| e.path())
+                        .filter(|p| p.extension().is_some_and(|x| x == "d")),
+                );
+            }
+        }
+    }
+    let mut member_hashes = std::collections::BTreeSet::new();
+    for d in dep_infos {
+        let Some(hash) = unit_hash(&d) else { continue };
+        if std::fs::read_to_string(&d).is_ok_and(|t| is_dependency(&t)) {
+            hashes.insert(hash);
+        } else {
+            member_hashes.insert(hash);
+        }
+    }
+    let fingerprints = from.join(".fingerprint");
+    let Ok(units) = std::fs::read_dir(&fingerprints) else {
+        return 0;
+    };
+    let units: Vec<(String, String)> = units
+        .flatten()
+        .filter_map(|u| {
+            let name = u.file_name().to_string_lossy().into_owned();
+            let (package, hash) = name.rsplit_once('-')?;
+            Some((package.to_owned(), hash.to_owned()))
+        })
+        .collect();
+    // A build script's run has no dep-info: it goes with its package when no member has that name.
+    let packages =
+        |set: &std::collections::BTreeSet<String>| -> std::collections::BTreeSet<String> {
+            units
+                .iter()
+                .filter(|(_, h)| set.contains(h))
+                .map(|(p, _)| p.clone())
+                .collect()
+        };
+    let dep_packages = packages(&hashes);
+    let member_packages = packages(&member_hashes);
+    let mut linked = 0;
+    for (package, hash) in &units {
+        let is_dep = hashes.contains(hash)
+            || (dep_packages.contains(package) && !member_packages.contains(package));
+        if !is_dep || member_hashes.contains(hash) {
+            continue;
+        }
+        let name = format!("{package}-{hash}");
+        let dest = to.join(".fingerprint").join(&name);
+        if dest.exists() {
+            continue;
+        }
+        hashes.insert(hash.clone());
+        linked += link_tree(&fingerprints.join(&name), &dest);
+        let build = from.join("build").join(&name);
+        if build.is_dir() {
+            linked += link_tree(&build, &to.join("build").join(&name));
+        }
+    }
+    // Compiled files of those units: `lib<name>-<hash>.rlib`, `.rmeta`, `.so`, `<name>-<hash>.d`.
+    if let Ok(entries) = std::fs::read_dir(&deps) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let hash = name
+                .split('.')
+                .next()
+                .and_then(|stem| stem.rsplit_once('-'))
+                .map(|(_, h)| h);
+            if hash.is_some_and(|h| hashes.contains(h)) {
+                linked += link_tree(&e.path(), &to.join("deps").join(&name));
+            }
+        }
+    }
+    linked
+}
+
+/// `.../deps/memchr-0123abcd.d` → `0123abcd`.
+fn unit_hash(dep_info: &Path) -> Option<String> {
+    let stem = dep_info.file_stem()?.to_str()?;
+    stem.rsplit_once('-').map(|(_, h)| h.to_owned())
+}
+
+/// Places a file or a directory tree at `to`; returns how many files it placed. Existing files are kept.
+/// Only rlibs and rmeta files are hard links (rustc writes them to a temporary file and renames it, so a
+/// rebuild never writes into the shared copy); everything else is copied (cargo and build scripts rewrite
+/// their files in place), and a link that fails (another file system) is a copy too.
+fn link_tree(from: &Path, to: &Path) -> usize {
+    if from.is_dir() {
+        if std::fs::create_dir_all(to).is_err() {
+            return 0;
+        }
+        let Ok(entries) = std::fs::read_dir(from) else {
+            return 0;
+        };
+        return entries
+            .flatten()
+            .map(|e| link_tree(&e.path(), &to.join(e.file_name())))
+            .sum();
+    }
+    if to.exists() {
+        return 0;
+    }
+    if let Some(parent) = to.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let link = from
+        .extension()
+        .is_some_and(|x| x == "rlib" || x == "rmeta");
+    let placed = (link && std::fs::hard_link(from, to).is_ok()) || std::fs::copy(from, to).is_ok();
+    usize::from(placed)
 }
 
 /// What a step needs to run in `room`.
@@ -175,5 +395,44 @@ mod tests {
         let p = layout(&o, "key", SHA, "head", "head");
         assert!(p.cache.is_absolute() && p.logs.is_absolute());
         assert!(matches!(p.room, Placement::Cached(ref d) if d.is_absolute()));
+    }
+
+    #[test]
+    fn only_registry_and_git_dependencies_are_seeded_into_another_role() {
+        let tmp = tempfile::tempdir().unwrap();
+        let head = tmp.path().join("head.cache/target");
+        let debug = head.join("debug");
+        for d in [
+            ".fingerprint/memchr-aa11",
+            ".fingerprint/mine-bb22",
+            "deps",
+            "build",
+        ] {
+            std::fs::create_dir_all(debug.join(d)).unwrap();
+        }
+        std::fs::write(head.join("CACHEDIR.TAG"), "Signature").unwrap();
+        std::fs::write(debug.join(".fingerprint/memchr-aa11/lib-memchr"), "fp").unwrap();
+        std::fs::write(debug.join(".fingerprint/mine-bb22/lib-mine"), "fp").unwrap();
+        std::fs::write(
+            debug.join("deps/memchr-aa11.d"),
+            "/t/debug/deps/memchr-aa11.d: /home/u/.cargo/registry/src/idx/memchr-2.7/src/lib.rs\n",
+        )
+        .unwrap();
+        std::fs::write(debug.join("deps/libmemchr-aa11.rlib"), "rlib").unwrap();
+        std::fs::write(
+            debug.join("deps/mine-bb22.d"),
+            "/t/debug/deps/mine-bb22.d: src/lib.rs\n",
+        )
+        .unwrap();
+        std::fs::write(debug.join("deps/libmine-bb22.rlib"), "rlib").unwrap();
+        let bite = tmp.path().join("bite.cache");
+        assert_eq!(seed_dependencies(&tmp.path().join("head.cache"), &bite), 3);
+        let seeded = bite.join("target/debug");
+        assert!(seeded.join("deps/libmemchr-aa11.rlib").is_file());
+        assert!(seeded.join(".fingerprint/memchr-aa11/lib-memchr").is_file());
+        assert!(!seeded.join("deps/libmine-bb22.rlib").exists());
+        assert!(!seeded.join(".fingerprint/mine-bb22").exists());
+        // Seeding again places nothing: the role has the units now.
+        assert_eq!(seed_dependencies(&tmp.path().join("head.cache"), &bite), 0);
     }
 }

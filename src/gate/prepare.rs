@@ -47,6 +47,7 @@ pub struct Options {
     /// Overrides of the profile's bite policy.
     pub bite_require: Option<profile::BiteRequire>,
     pub bite_build_failure: Option<profile::BuildFailure>,
+    pub bite_hunks: Option<profile::HunkPolicy>,
     pub allow_removed_tests: bool,
     pub fresh_rooms: bool,
     /// Whether steps run confined (`--sandbox`).
@@ -78,6 +79,7 @@ impl Options {
             no_bite: false,
             bite_require: None,
             bite_build_failure: None,
+            bite_hunks: None,
             allow_removed_tests: false,
             fresh_rooms: false,
             sandbox: SandboxMode::Auto,

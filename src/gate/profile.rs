@@ -81,6 +81,16 @@ pub struct BitePolicy {
         skip_serializing_if = "Option::is_none"
     )]
     pub timeout: Option<Duration>,
+    /// The per-hunk check: `advisory` (reported), `require` (an unguarded hunk fails the gate) or `off`.
+    #[serde(default)]
+    pub hunks: HunkPolicy,
+    /// The time the per-hunk check may take; default twice what the bite check took.
+    #[serde(
+        default,
+        with = "optional_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub hunk_budget: Option<Duration>,
 }
 
 impl Default for BitePolicy {
@@ -90,8 +100,23 @@ impl Default for BitePolicy {
             require: BiteRequire::Any,
             build_failure: BuildFailure::Accept,
             timeout: None,
+            hunks: HunkPolicy::Advisory,
+            hunk_budget: None,
         }
     }
+}
+
+/// What the per-hunk check does with a production hunk no selected test notices.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum HunkPolicy {
+    /// Reported in the bite report, not blamed.
+    #[default]
+    Advisory,
+    /// Fails the gate.
+    Require,
+    /// Not run.
+    Off,
 }
 
 fn yes() -> bool {

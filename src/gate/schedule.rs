@@ -150,7 +150,7 @@ impl GateRun<'_> {
                         ui.line(&step_line(&run));
                         if run.report.status != StepStatus::Timeout && self.bite.is_none() {
                             let took = run.outcome.as_ref().map(|o| o.duration).unwrap_or_default();
-                            self.run_bite(step, &run.results, took).await?;
+                            self.run_bite(step, env, &run.results, took).await?;
                         }
                     }
                     out.push((idx, run.report));

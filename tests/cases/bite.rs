@@ -25,6 +25,9 @@ struct Kit {
     test_only: (&'static str, &'static str),
     /// The id of the biting test, as the runner names it.
     biting_id: &'static str,
+    /// Whether the gate stubs the new function's body to check a compile-only bite (Rust, Go, TypeScript and
+    /// JavaScript): the bite is then behavioural (`bites`, method `stub`), else it stays `bites-build`.
+    stubs: bool,
 }
 
 fn repo(kit: &Kit) -> Repo {
@@ -110,6 +113,21 @@ fn a_test_of_a_new_function_bites_by_build_and_the_policy_can_reject_it(kit: &Ki
     assert_eq!(g.verdict(), "pass", "{}", g.explain());
     assert_eq!(bite(&g)["status"], "bites", "{}", g.explain());
     let counted = outcome_counts(&g);
+    if kit.stubs {
+        // Compile-only at base; with the new function stubbed at head the test fails: a behavioural bite,
+        // which the build-failure policy does not reject.
+        assert_eq!(
+            counted.keys().collect::<Vec<_>>(),
+            vec!["bites"],
+            "{}",
+            g.explain()
+        );
+        assert_eq!(bite(&g)["tests"][0]["method"], "stub", "{}", g.explain());
+        let g = r.gate(&["--base", "HEAD~1", "--bite-build-failure", "reject"]);
+        assert_eq!(g.verdict(), "pass", "{}", g.explain());
+        assert_eq!(bite(&g)["status"], "bites", "{}", g.explain());
+        return;
+    }
     assert_eq!(
         counted.keys().collect::<Vec<_>>(),
         vec!["bites-build"],
@@ -225,6 +243,7 @@ const PYTHON: Kit = Kit {
     three: ("tests/test_abs.py", "from calc import absolute\n\n\ndef test_negative():\n    assert absolute(-3) == 3\n\n\ndef test_positive():\n    assert absolute(3) == 3\n\n\ndef test_zero():\n    assert absolute(0) == 0\n"),
     test_only: ("tests/test_more.py", "from calc import add\n\n\ndef test_add_zero():\n    assert add(0, 0) == 0\n"),
     biting_id: "tests/test_abs.py::test_negative",
+    stubs: false,
 };
 
 kit_cases!(python, PYTHON);
@@ -248,6 +267,7 @@ const GO: Kit = Kit {
     three: ("abs_test.go", "package calc\n\nimport \"testing\"\n\nfunc TestAbsNegative(t *testing.T) {\n\tif Abs(-3) != 3 {\n\t\tt.Fatal(\"Abs(-3) != 3\")\n\t}\n}\n\nfunc TestAbsPositive(t *testing.T) {\n\tif Abs(3) != 3 {\n\t\tt.Fatal(\"Abs(3) != 3\")\n\t}\n}\n\nfunc TestAbsZero(t *testing.T) {\n\tif Abs(0) != 0 {\n\t\tt.Fatal(\"Abs(0) != 0\")\n\t}\n}\n"),
     test_only: ("more_test.go", "package calc\n\nimport \"testing\"\n\nfunc TestAddZero(t *testing.T) {\n\tif Add(0, 0) != 0 {\n\t\tt.Fatal(\"Add(0, 0) != 0\")\n\t}\n}\n"),
     biting_id: "example.com/calc::TestAbsNegative",
+    stubs: true,
 };
 
 kit_cases!(go, GO);
@@ -271,6 +291,7 @@ const RUST: Kit = Kit {
     three: ("tests/abs.rs", "#[test]\nfn negative() {\n    assert_eq!(calc::abs(-3), 3);\n}\n\n#[test]\nfn positive() {\n    assert_eq!(calc::abs(3), 3);\n}\n\n#[test]\nfn zero() {\n    assert_eq!(calc::abs(0), 0);\n}\n"),
     test_only: ("tests/more.rs", "#[test]\nfn adds_zero() {\n    assert_eq!(calc::add(0, 0), 0);\n}\n"),
     biting_id: "abs@tests/abs.rs::negative",
+    stubs: true,
 };
 
 kit_cases!(rust, RUST);
@@ -293,6 +314,7 @@ const NODE: Kit = Kit {
     three: ("test/abs.test.js", "const test = require('node:test');\nconst assert = require('node:assert');\nconst { abs } = require('../calc');\n\ntest('abs of a negative number', () => {\n  assert.strictEqual(abs(-3), 3);\n});\n\ntest('abs of a positive number', () => {\n  assert.strictEqual(abs(3), 3);\n});\n\ntest('abs of zero', () => {\n  assert.strictEqual(abs(0), 0);\n});\n"),
     test_only: ("test/more.test.js", "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add } = require('../calc');\n\ntest('adds zero', () => {\n  assert.strictEqual(add(0, 0), 0);\n});\n"),
     biting_id: "test/abs.test.js::abs of a negative number",
+    stubs: true,
 };
 
 kit_cases!(node, NODE);

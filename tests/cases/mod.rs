@@ -1,5 +1,6 @@
 mod agent;
 mod bite;
+mod bite_cargo;
 mod cli;
 mod gate_checks;
 mod gate_go;

@@ -110,6 +110,21 @@ pub fn decide_touched(
         });
         (BiteStatus::Bites, reasons, warnings)
     } else {
+        let timeouts = counts(TestOutcome::Timeout);
+        // A timeout is no evidence: when the tests that timed out could still make the policy hold, the
+        // check is inconclusive, never a no-bite.
+        let could_hold = match policy.require {
+            BiteRequire::Any => biters == 0,
+            BiteRequire::All => biters + timeouts == n,
+        };
+        if timeouts > 0 && could_hold {
+            reasons.push(format!(
+                "the check could not finish: {} of {n} changed tests timed out without the production change ({})",
+                timeouts,
+                ids(TestOutcome::Timeout)
+            ));
+            return (BiteStatus::Inconclusive, reasons, warnings);
+        }
         if n == 0 {
             reasons
                 .push("the changed tests were not found among the tests that ran at head".into());
@@ -178,10 +193,7 @@ pub fn outcomes(
                 }
                 None => TestOutcome::Absent,
             };
-            BiteTest {
-                id: id.clone(),
-                outcome,
-            }
+            BiteTest::new(id.clone(), outcome)
         })
         .collect()
 }
@@ -203,14 +215,10 @@ pub fn at_head(ids: &BTreeSet<String>, head: &[TestResult]) -> (Vec<String>, Vec
     let mut settled = Vec::new();
     for id in ids {
         match status.get(id.as_str()) {
-            Some(TestStatus::Fail) => settled.push(BiteTest {
-                id: id.clone(),
-                outcome: TestOutcome::FailsAtHead,
-            }),
-            Some(TestStatus::Skip) => settled.push(BiteTest {
-                id: id.clone(),
-                outcome: TestOutcome::Skipped,
-            }),
+            Some(TestStatus::Fail) => {
+                settled.push(BiteTest::new(id.clone(), TestOutcome::FailsAtHead))
+            }
+            Some(TestStatus::Skip) => settled.push(BiteTest::new(id.clone(), TestOutcome::Skipped)),
             _ => run.push(id.clone()),
         }
     }
@@ -234,10 +242,7 @@ mod tests {
     use super::*;
 
     fn t(id: &str, outcome: TestOutcome) -> BiteTest {
-        BiteTest {
-            id: id.into(),
-            outcome,
-        }
+        BiteTest::new(id, outcome)
     }
 
     fn r(id: &str, status: TestStatus) -> TestResult {
@@ -333,8 +338,31 @@ mod tests {
             t("d", TestOutcome::Skipped),
         ];
         let (status, _, warnings) = decide(&tests, &BitePolicy::default());
-        assert_eq!(status, BiteStatus::NoBite);
+        // The timeout is no evidence either way: inconclusive, not a no-bite.
+        assert_eq!(status, BiteStatus::Inconclusive);
         assert_eq!(warnings.len(), 4);
+        let (status, _, warnings) = decide(&tests[1..], &BitePolicy::default());
+        assert_eq!(status, BiteStatus::NoBite);
+        assert_eq!(warnings.len(), 3);
+    }
+
+    #[test]
+    fn a_timeout_is_inconclusive_unless_other_tests_decide_the_policy() {
+        let (status, reasons, _) = decide(&[t("a", TestOutcome::Timeout)], &BitePolicy::default());
+        assert_eq!(status, BiteStatus::Inconclusive);
+        assert_eq!(
+            reasons,
+            vec!["the check could not finish: 1 of 1 changed tests timed out without the production change (a)".to_string()]
+        );
+        let tests = [t("a", TestOutcome::Timeout), t("b", TestOutcome::Bites)];
+        assert_eq!(decide(&tests, &BitePolicy::default()).0, BiteStatus::Bites);
+        let all = BitePolicy {
+            require: BiteRequire::All,
+            ..BitePolicy::default()
+        };
+        assert_eq!(decide(&tests, &all).0, BiteStatus::Inconclusive);
+        let tests = [t("a", TestOutcome::Timeout), t("b", TestOutcome::Inert)];
+        assert_eq!(decide(&tests, &all).0, BiteStatus::NoBite);
     }
 
     #[test]
@@ -345,12 +373,12 @@ mod tests {
             vec!["the changed test fails already at head, so it can prove nothing without the production change".to_string()]
         );
         let (_, reasons, _) = decide(
-            &[t("a", TestOutcome::Inert), t("b", TestOutcome::Timeout)],
+            &[t("a", TestOutcome::Inert), t("b", TestOutcome::Absent)],
             &BitePolicy::default(),
         );
         assert_eq!(
             reasons,
-            vec!["none of the 2 changed tests fails without the production change (1 inert, 1 timed out)".to_string()]
+            vec!["none of the 2 changed tests fails without the production change (1 inert, 1 absent)".to_string()]
         );
     }
 

@@ -9,14 +9,17 @@
 //! gets an outcome, and the policy decides ([`decide`]). This file holds the report the check leaves.
 
 pub mod decide;
+pub mod hunks;
+pub mod modules;
 pub mod plan;
 mod run;
 pub mod select;
+pub mod stub;
 
 use serde::{Deserialize, Serialize};
 
-use crate::gate::outcome::{BiteStatus, Finding, Rule, TestOutcome};
-use crate::gate::profile::{BitePolicy, BiteRequire, BuildFailure};
+use crate::gate::outcome::{BiteMethod, BiteStatus, Finding, HunkStatus, Rule, TestOutcome};
+use crate::gate::profile::{BitePolicy, BiteRequire, BuildFailure, HunkPolicy};
 
 pub use decide::{at_head, decide, decide_touched, outcomes, timeout};
 pub use plan::{plan, Input, Plan};
@@ -26,12 +29,39 @@ pub use select::commands;
 pub struct BiteTest {
     pub id: String,
     pub outcome: TestOutcome,
+    /// How the outcome was had: the change reverted, or its functions stubbed (after a compile-only bite).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<BiteMethod>,
+}
+
+impl BiteTest {
+    pub fn new(id: impl Into<String>, outcome: TestOutcome) -> BiteTest {
+        BiteTest {
+            id: id.into(),
+            outcome,
+            method: None,
+        }
+    }
+}
+
+/// One production hunk of the change, reverted alone with the others kept.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BiteHunk {
+    pub file: String,
+    /// The hunk's lines at head (`12-18`; a pure deletion names the line after it).
+    pub lines: String,
+    pub status: HunkStatus,
+    /// Why a hunk was skipped, or which test noticed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Policy {
     pub require: BiteRequire,
     pub build_failure: BuildFailure,
+    #[serde(default)]
+    pub hunks: HunkPolicy,
 }
 
 /// The `bite` object of the gate report.
@@ -46,6 +76,9 @@ pub struct BiteReport {
     pub tests: Vec<BiteTest>,
     pub removed_tests: Vec<String>,
     pub weakened_tests: Vec<String>,
+    /// The per-hunk check: each production hunk reverted alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hunks: Vec<BiteHunk>,
     /// Why the status is what it is; for no-bite, why the gate fails.
     pub reasons: Vec<String>,
     pub warnings: Vec<String>,
@@ -59,6 +92,7 @@ impl BiteReport {
             policy: Policy {
                 require: policy.require,
                 build_failure: policy.build_failure,
+                hunks: policy.hunks,
             },
             production_files: Vec::new(),
             test_files: Vec::new(),
@@ -66,6 +100,7 @@ impl BiteReport {
             tests: Vec::new(),
             removed_tests: Vec::new(),
             weakened_tests: Vec::new(),
+            hunks: Vec::new(),
             reasons: Vec::new(),
             warnings: Vec::new(),
             duration_ms: 0,
@@ -92,6 +127,41 @@ impl BiteReport {
                 )
                 .subjects(ids),
             );
+        }
+        if self.status == BiteStatus::Inconclusive {
+            let ids = self
+                .tests
+                .iter()
+                .filter(|t| t.outcome == TestOutcome::Timeout)
+                .map(|t| t.id.clone())
+                .collect::<Vec<_>>();
+            out.push(
+                Finding::new(
+                    Rule::BiteInconclusive,
+                    format!("bite check inconclusive: {}", self.reasons.join("; ")),
+                )
+                .subjects(ids),
+            );
+        }
+        if self.policy.hunks == HunkPolicy::Require {
+            let unguarded: Vec<String> = self
+                .hunks
+                .iter()
+                .filter(|h| h.status == HunkStatus::Unguarded)
+                .map(|h| format!("{}:{}", h.file, h.lines))
+                .collect();
+            if !unguarded.is_empty() {
+                out.push(
+                    Finding::new(
+                        Rule::UnguardedHunk,
+                        format!(
+                            "unguarded hunks (no selected test fails with the hunk reverted alone): {}",
+                            unguarded.join(", ")
+                        ),
+                    )
+                    .subjects(unguarded),
+                );
+            }
         }
         if !allow_removed_tests {
             if !self.removed_tests.is_empty() {
@@ -128,10 +198,7 @@ mod tests {
     use super::*;
 
     fn t(id: &str, outcome: TestOutcome) -> BiteTest {
-        BiteTest {
-            id: id.into(),
-            outcome,
-        }
+        BiteTest::new(id, outcome)
     }
 
     fn report(status: BiteStatus, tests: &[&str]) -> BiteReport {
@@ -160,6 +227,46 @@ mod tests {
         ] {
             assert_eq!(report(status, &["a"]).findings(false), vec![]);
         }
+    }
+
+    #[test]
+    fn an_inconclusive_check_fails_the_gate_naming_what_timed_out_and_how_to_give_it_time() {
+        let mut r = report(BiteStatus::Inconclusive, &[]);
+        r.tests = vec![t("a", TestOutcome::Timeout), t("b", TestOutcome::Inert)];
+        r.reasons.push("the reverted build timed out".into());
+        assert_eq!(
+            r.findings(false),
+            vec![Finding::new(
+                Rule::BiteInconclusive,
+                "bite check inconclusive: the reverted build timed out"
+            )
+            .subjects(["a"])]
+        );
+    }
+
+    #[test]
+    fn unguarded_hunks_fail_the_gate_only_when_the_policy_requires_it() {
+        let mut r = report(BiteStatus::Bites, &[]);
+        r.hunks = vec![
+            BiteHunk {
+                file: "src/lib.rs".into(),
+                lines: "3-5".into(),
+                status: HunkStatus::Unguarded,
+                note: None,
+            },
+            BiteHunk {
+                file: "src/lib.rs".into(),
+                lines: "9".into(),
+                status: HunkStatus::Guarded,
+                note: None,
+            },
+        ];
+        assert_eq!(r.findings(false), vec![]);
+        r.policy.hunks = HunkPolicy::Require;
+        let found = r.findings(false);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].rule, Rule::UnguardedHunk);
+        assert_eq!(found[0].subjects, vec!["src/lib.rs:3-5".to_string()]);
     }
 
     #[test]

@@ -25,9 +25,12 @@ pub struct Input<'a> {
     pub head_results: &'a [TestResult],
 }
 
+/// A tree as files laid over base: replaced (`Some`) or removed (`None`).
+pub type Overlay = Vec<(String, Option<OverlayFile>)>;
+
 /// The reverted tree's overlay and the test changes, read from the user's repository (read-only).
 pub struct Plan {
-    pub overlay: Vec<(String, Option<OverlayFile>)>,
+    pub overlay: Overlay,
     pub test_changes: Vec<TestChange>,
     pub go_module: Option<String>,
 }

@@ -2,6 +2,12 @@
 //! production change, or, for a test step without per-test results, the whole test command (which must then
 //! pass at base for its failure to prove anything).
 //!
+//! Each selection is built first and then run, with a timeout each: the build the build step's, the tests the
+//! bite timeout. A slow build is then never mistaken for tests that prove nothing: a timeout in either phase
+//! is `timeout`, and a check that only timed out is `inconclusive`. Tests that only fail to compile without
+//! the change are run again against head with the change's functions stubbed ([`stub`](super::stub)), and a
+//! biting change is checked hunk by hunk ([`hunks`](super::hunks)).
+//!
 //! Runs once per gate run, after the first test step that ran to completion; it fills the gate's bite report.
 
 use std::collections::BTreeSet;
@@ -10,14 +16,31 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::error::VouchError;
+use crate::gate::bite::plan::Overlay;
 use crate::gate::bite::{self, BiteReport, BiteTest, Plan};
-use crate::gate::outcome::{BiteStatus, TestOutcome};
-use crate::gate::places::{open_bite_room, open_room, places, step_env};
-use crate::gate::profile::{BitePolicy, Step};
+use crate::gate::cargo::{self, Layout};
+use crate::gate::outcome::{BiteMethod, BiteStatus, TestOutcome};
+use crate::gate::places::{open_bite_room, open_overlay_room, open_room, places, step_env};
+use crate::gate::profile::{BitePolicy, Step, StepKind};
 use crate::gate::results::{Runner, TestResult};
-use crate::gate::steps::{self, human, plural};
-use crate::gate::testmap;
+use crate::gate::steps::{self, human, plural, StepEnv};
+use crate::gate::testmap::{self, TestChange, Touched};
 use crate::gate::GateRun;
+
+/// The timeouts of one selection in a tree: its build, then its tests.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Limits {
+    pub build: Duration,
+    pub tests: Duration,
+}
+
+/// What running selections in one tree gave: the outcomes, and which phase timed out (for the hint).
+#[derive(Debug, Default)]
+pub(super) struct TreeRun {
+    pub tests: Vec<BiteTest>,
+    pub build_timed_out: bool,
+    pub tests_timed_out: bool,
+}
 
 impl GateRun<'_> {
     /// The effective bite policy: the profile's, with command-line overrides.
@@ -29,13 +52,17 @@ impl GateRun<'_> {
         if let Some(b) = self.opts.bite_build_failure {
             p.build_failure = b;
         }
+        if let Some(h) = self.opts.bite_hunks {
+            p.hunks = h;
+        }
         p
     }
 
-    /// The bite check (see [`bite`]) after test step `step` ran at head: fills `self.bite`.
+    /// The bite check (see [`bite`]) after test step `step` ran at head in `head_env`: fills `self.bite`.
     pub(in crate::gate) async fn run_bite(
         &mut self,
         step: &Step,
+        head_env: &StepEnv,
         head_results: &[TestResult],
         head_duration: Duration,
     ) -> Result<()> {
@@ -71,25 +98,71 @@ impl GateRun<'_> {
             self.bite_whole_run(step, &policy, head_duration, &plan, &mut report)
                 .await?;
         } else {
+            let layout = if runner == Runner::Cargo {
+                self.cargo_layout(step, head_env, &mut report).await
+            } else {
+                None
+            };
             // The tree at head: which tests import a changed helper, and pytest's settings.
             let touched = {
                 let repo = crate::git::open_objects(&self.prep.objects)?;
                 let tree = testmap::GitTree::new(&repo, &self.prep.head.sha)?;
-                testmap::touched_in(
+                touched_tests(
                     runner,
                     plan.go_module.as_deref(),
                     &plan.test_changes,
                     head_results,
+                    layout.as_ref(),
                     &tree,
                 )
             };
             report.warnings.extend(touched.notes);
             let (run_ids, mut tests) = bite::at_head(&touched.ids, head_results);
+            let limits = Limits {
+                build: self.build_timeout(step),
+                tests: bite::timeout(&policy, step.timeout(), head_duration),
+            };
+            let mut timed_out = (false, false);
             if !run_ids.is_empty() {
-                let limit = bite::timeout(&policy, step.timeout(), head_duration);
-                let selected = self
-                    .bite_selected(step, &plan, &run_ids, limit, started)
+                let pb = self.ui.start(&format!(
+                    "bite check: {} without the production change",
+                    plural(run_ids.len(), "changed test")
+                ));
+                let run = self
+                    .run_in_tree(
+                        step,
+                        plan.overlay.clone(),
+                        "bite",
+                        &run_ids,
+                        limits,
+                        layout.as_ref(),
+                    )
                     .await?;
+                self.ui.done(
+                    pb,
+                    &format!(
+                        "  {:<8} {:<16} {:>7}",
+                        "ran",
+                        "bite check",
+                        human(started.elapsed())
+                    ),
+                );
+                timed_out = (run.build_timed_out, run.tests_timed_out);
+                let mut selected = run.tests;
+                for t in &mut selected {
+                    if matches!(t.outcome, TestOutcome::Bites | TestOutcome::BitesBuild) {
+                        t.method = Some(BiteMethod::Revert);
+                    }
+                }
+                self.stub_build_only(
+                    step,
+                    &plan,
+                    &mut selected,
+                    limits,
+                    layout.as_ref(),
+                    &mut report,
+                )
+                .await?;
                 tests.extend(selected);
             }
             tests.sort_by(|a, b| a.id.cmp(&b.id));
@@ -97,8 +170,24 @@ impl GateRun<'_> {
                 bite::decide_touched(&tests, &policy, &touched.changed);
             report.status = status;
             report.reasons.extend(reasons);
+            if status == BiteStatus::Inconclusive {
+                report.reasons.push(more_time_hint(step, limits, timed_out));
+            }
             report.warnings.extend(warnings);
             report.tests = tests;
+            if status == BiteStatus::Bites {
+                let took = started.elapsed();
+                self.check_hunks(
+                    step,
+                    &plan,
+                    &run_ids,
+                    limits,
+                    layout.as_ref(),
+                    took,
+                    &mut report,
+                )
+                .await?;
+            }
         }
         report.duration_ms = ms(started);
         self.ui.line(&format!(
@@ -112,37 +201,109 @@ impl GateRun<'_> {
         Ok(())
     }
 
-    /// Runs the selected tests `run_ids` in the reverted tree, command by command: their outcomes, with
-    /// `absent` for ids no command covered. `started` is when the bite check began (for its console line).
-    async fn bite_selected(
+    /// The repository's cargo targets and their module trees at head, or None (with a warning) when
+    /// `cargo metadata` cannot tell: test files are then mapped by their paths alone.
+    async fn cargo_layout(
+        &self,
+        step: &Step,
+        head_env: &StepEnv,
+        report: &mut BiteReport,
+    ) -> Option<Layout> {
+        let targets = match cargo::read_targets(step, head_env, self.cancel).await {
+            Ok(t) => t,
+            Err(e) => {
+                report.warnings.push(format!(
+                    "cargo metadata: {e:#}; test files were mapped to targets by their paths"
+                ));
+                return None;
+            }
+        };
+        let prep = self.prep;
+        tokio::task::block_in_place(|| {
+            let repo = crate::git::open_objects(&prep.objects).ok()?;
+            let head = git2::Oid::from_str(&prep.head.sha).ok()?;
+            Some(Layout::new(targets, &|p: &str| {
+                crate::git::file_text(&repo, head, p)
+            }))
+        })
+    }
+
+    /// The build step's timeout (the profile's first build step), else the test step's own.
+    pub(super) fn build_timeout(&self, step: &Step) -> Duration {
+        self.prep
+            .profile
+            .steps
+            .iter()
+            .find(|s| s.kind == StepKind::Build)
+            .map_or_else(|| step.timeout(), Step::timeout)
+    }
+
+    /// Runs the selected tests `run_ids` in the bite room holding base with `files` laid over it: each
+    /// selection command built, then run. Ids no command covered are `absent`.
+    pub(super) async fn run_in_tree(
         &mut self,
         step: &Step,
-        plan: &Plan,
+        files: Overlay,
+        logs_name: &str,
         run_ids: &[String],
-        limit: Duration,
-        started: Instant,
-    ) -> Result<Vec<BiteTest>> {
-        let pb = self.ui.start(&format!(
-            "bite check: {} without the production change",
-            plural(run_ids.len(), "changed test")
-        ));
-        let (room, places) = open_bite_room(self.opts, self.prep, plan).await?;
+        limits: Limits,
+        layout: Option<&Layout>,
+    ) -> Result<TreeRun> {
+        let (room, places) = open_overlay_room(self.opts, self.prep, files, logs_name).await?;
         let env = step_env(self.prep, &room, &places);
-        let mut tests = Vec::new();
+        let runner = step.runner();
+        let mut out = TreeRun::default();
         let mut covered = BTreeSet::new();
-        for (i, (cmd, ids)) in bite::commands(step.runner(), &step.raw_argv(), run_ids)
+        for (i, (cmd, ids)) in bite::commands(runner, &step.raw_argv(), run_ids, layout)
             .into_iter()
             .enumerate()
         {
-            let (results, outcomes) =
-                steps::run_selection(step, &env, &[cmd], &format!("bite{i}-"), limit, self.cancel)
-                    .await?;
+            covered.extend(ids.iter().cloned());
+            if let Some(build) = bite::select::build_command(runner, &cmd) {
+                let (_, outcomes) = steps::run_selection(
+                    step,
+                    &env,
+                    &[build],
+                    &format!("{logs_name}{i}-build-"),
+                    limits.build,
+                    self.cancel,
+                )
+                .await?;
+                if self.cancel.is_cancelled() {
+                    return Err(VouchError::Interrupted.into());
+                }
+                let built = outcomes.first().cloned().unwrap_or_default();
+                if built.timed_out {
+                    out.build_timed_out = true;
+                    out.tests.extend(
+                        ids.iter()
+                            .map(|id| BiteTest::new(id.clone(), TestOutcome::Timeout)),
+                    );
+                    continue;
+                }
+                if !built.success() {
+                    out.tests.extend(
+                        ids.iter()
+                            .map(|id| BiteTest::new(id.clone(), TestOutcome::BitesBuild)),
+                    );
+                    continue;
+                }
+            }
+            let (results, outcomes) = steps::run_selection(
+                step,
+                &env,
+                &[cmd],
+                &format!("{logs_name}{i}-"),
+                limits.tests,
+                self.cancel,
+            )
+            .await?;
             if self.cancel.is_cancelled() {
                 return Err(VouchError::Interrupted.into());
             }
             let outcome = outcomes.first().cloned().unwrap_or_default();
-            covered.extend(ids.iter().cloned());
-            tests.extend(bite::outcomes(
+            out.tests_timed_out |= outcome.timed_out;
+            out.tests.extend(bite::outcomes(
                 &ids,
                 &results,
                 outcome.exit_code,
@@ -150,22 +311,11 @@ impl GateRun<'_> {
             ));
         }
         for id in run_ids.iter().filter(|id| !covered.contains(*id)) {
-            tests.push(BiteTest {
-                id: id.clone(),
-                outcome: TestOutcome::Absent,
-            });
+            out.tests
+                .push(BiteTest::new(id.clone(), TestOutcome::Absent));
         }
         drop(room);
-        self.ui.done(
-            pb,
-            &format!(
-                "  {:<8} {:<16} {:>7}",
-                "ran",
-                "bite check",
-                human(started.elapsed())
-            ),
-        );
-        Ok(tests)
+        Ok(out)
     }
 
     /// The bite check for a test step without per-test results: the whole test command runs in the reverted
@@ -241,14 +391,78 @@ impl GateRun<'_> {
             }
         };
         self.ui.done(pb, "  ran      bite check (whole run)");
-        let tests = vec![BiteTest { id, outcome }];
+        let mut test = BiteTest::new(id, outcome);
+        if outcome == TestOutcome::Bites {
+            test.method = Some(BiteMethod::Revert);
+        }
+        let tests = vec![test];
         let (status, reasons, warnings) = bite::decide(&tests, policy);
         report.status = status;
         report.reasons.extend(reasons);
+        if status == BiteStatus::Inconclusive {
+            let limits = Limits {
+                build: limit,
+                tests: limit,
+            };
+            report
+                .reasons
+                .push(more_time_hint(step, limits, (false, true)));
+        }
         report.warnings.extend(warnings);
         report.tests = tests;
         Ok(())
     }
+}
+
+/// The tests at head the change touches: files of a cargo test binary's module tree by the [`Layout`]
+/// ([`modules`](super::modules)), every other file by [`testmap`].
+fn touched_tests(
+    runner: Runner,
+    go_module: Option<&str>,
+    changes: &[TestChange],
+    head: &[TestResult],
+    layout: Option<&Layout>,
+    tree: &dyn testmap::Sources,
+) -> Touched {
+    let mut out = Touched::default();
+    for change in changes {
+        let mapped = layout.and_then(|l| super::modules::touched(l, change, head));
+        let t = match mapped {
+            // A test found in cargo's module tree is a changed test unless its whole file was selected.
+            Some(mut t) => {
+                if t.notes.is_empty() && t.changed.is_empty() {
+                    t.changed = t.ids.clone();
+                }
+                t
+            }
+            None => {
+                testmap::touched_in(runner, go_module, std::slice::from_ref(change), head, tree)
+            }
+        };
+        out.ids.extend(t.ids);
+        out.changed.extend(t.changed);
+        out.notes.extend(t.notes);
+    }
+    out
+}
+
+/// How to give an inconclusive check more time, by the phase that ran out of it.
+fn more_time_hint(step: &Step, limits: Limits, (build, tests): (bool, bool)) -> String {
+    let mut parts = Vec::new();
+    if build {
+        parts.push(format!(
+            "the reverted build did not finish within {} (the build step's timeout; raise that step's `timeout` in the profile)",
+            human(limits.build)
+        ));
+    }
+    if tests || !build {
+        parts.push(format!(
+            "the selected tests of step `{}` did not finish within {} without the production change (raise `timeout` under `[bite]` in the profile)",
+            step.name,
+            human(limits.tests)
+        ));
+    }
+    parts.join("; ")
 }
 
 /// Elapsed milliseconds since `t`.

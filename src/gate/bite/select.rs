@@ -6,11 +6,18 @@
 
 use std::collections::BTreeMap;
 
+use crate::gate::cargo::Layout;
 use crate::gate::results::{self, Runner};
 
 /// Groups cargo ids by their test target and narrows each selection to that target, so a target that does
-/// not build without the change does not hide the others.
-fn cargo_commands(argv: &[String], ids: &[String]) -> Vec<(Vec<String>, Vec<String>)> {
+/// not build without the change does not hide the others. With the repository's [`Layout`] the target is the
+/// one cargo names (`--test integration` for `tests/tests.rs`, `-p member --lib` in a workspace); without it,
+/// it is guessed from the root's path.
+fn cargo_commands(
+    argv: &[String],
+    ids: &[String],
+    layout: Option<&Layout>,
+) -> Vec<(Vec<String>, Vec<String>)> {
     let mut by_target: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for id in ids {
         let target = id.split_once("::").map_or("", |(t, _)| t).to_owned();
@@ -22,7 +29,22 @@ fn cargo_commands(argv: &[String], ids: &[String]) -> Vec<(Vec<String>, Vec<Stri
             continue;
         };
         let (stem, path) = target.split_once('@').unwrap_or((&target, ""));
-        let selector: Vec<String> = if path.starts_with("tests/") {
+        let known = layout.and_then(|l| l.target_of_prefix(&target).map(|t| (l, t)));
+        let selector: Vec<String> = if let Some((layout, t)) = known {
+            let mut s = Vec::new();
+            let packages: std::collections::BTreeSet<&str> =
+                layout.targets.iter().map(|t| t.package.as_str()).collect();
+            let chosen = argv.iter().any(|a| {
+                matches!(a.as_str(), "--workspace" | "--all" | "-p" | "--package")
+                    || a.starts_with("--package=")
+                    || a.starts_with("-p")
+            });
+            if packages.len() > 1 && !chosen {
+                s.extend(["-p".to_owned(), t.package.clone()]);
+            }
+            s.extend(t.selector());
+            s
+        } else if path.starts_with("tests/") {
             vec!["--test".into(), stem.to_owned()]
         } else if path == "src/lib.rs" {
             vec!["--lib".into()]
@@ -44,14 +66,43 @@ fn cargo_commands(argv: &[String], ids: &[String]) -> Vec<(Vec<String>, Vec<Stri
     out
 }
 
+/// The command that only builds what a selection command runs, so the build has a timeout of its own: cargo's
+/// `--no-run` with the same targets (what follows `--` dropped), `go test` with `-run '^$'` for the same
+/// packages. None for runners without a separate build.
+pub fn build_command(runner: Runner, cmd: &[String]) -> Option<Vec<String>> {
+    match runner {
+        Runner::Cargo => {
+            let program = cmd.first()?;
+            let is_cargo = std::path::Path::new(program)
+                .file_name()
+                .is_some_and(|n| n == "cargo");
+            if !is_cargo || !cmd.iter().any(|a| a == "test") {
+                return None;
+            }
+            let end = cmd.iter().position(|a| a == "--").unwrap_or(cmd.len());
+            let mut out: Vec<String> = cmd[..end].to_vec();
+            out.push("--no-run".into());
+            Some(out)
+        }
+        Runner::Go => {
+            let mut out = cmd.to_vec();
+            let at = out.iter().position(|a| a == "-run")?;
+            *out.get_mut(at + 1)? = "^$".into();
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
 /// The selection commands with the ids each is meant to run.
 pub fn commands(
     runner: Runner,
     argv: &[String],
     ids: &[String],
+    layout: Option<&Layout>,
 ) -> Vec<(Vec<String>, Vec<String>)> {
     if runner == Runner::Cargo {
-        return cargo_commands(argv, ids);
+        return cargo_commands(argv, ids, layout);
     }
     // One call per id group the runner splits by (package, file): ask with all ids, then attribute each
     // command to the ids whose scope it names.
@@ -94,6 +145,7 @@ mod tests {
                 "calc@src/lib.rs::tests::mean",
                 "calc_tool@src/main.rs::t::x",
             ]),
+            None,
         );
         assert_eq!(
             got,
@@ -132,6 +184,7 @@ mod tests {
                 "example.com/b::TestY",
                 "example.com/a::TestZ",
             ]),
+            None,
         );
         assert_eq!(got.len(), 2, "{got:?}");
         for (cmd, ids) in &got {
@@ -154,9 +207,92 @@ mod tests {
             Runner::Pytest,
             &own(&["python", "-m", "pytest", "-q"]),
             &ids,
+            None,
         );
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].1, ids);
-        assert!(commands(Runner::Generic, &own(&["make", "test"]), &ids).is_empty());
+        assert!(commands(Runner::Generic, &own(&["make", "test"]), &ids, None).is_empty());
+    }
+
+    #[test]
+    fn with_the_layout_a_custom_test_target_and_a_workspace_member_are_selected_by_cargos_names() {
+        use crate::gate::cargo::Target;
+        let t = |package: &str, name: &str, kind: &str, src: &str| Target {
+            package: package.into(),
+            name: name.into(),
+            kind: vec![kind.into()],
+            src_path: src.into(),
+            test: true,
+        };
+        let layout = Layout {
+            targets: vec![
+                t("ripgrep", "integration", "test", "tests/tests.rs"),
+                t("grep-cli", "grep_cli", "lib", "crates/cli/src/lib.rs"),
+            ],
+            files: Default::default(),
+        };
+        let got = commands(
+            Runner::Cargo,
+            &own(&["cargo", "test"]),
+            &own(&[
+                "integration@tests/tests.rs::regression::r1",
+                "grep_cli@crates/cli/src/lib.rs::tests::x",
+            ]),
+            Some(&layout),
+        );
+        assert_eq!(
+            got,
+            vec![
+                (
+                    own(&["cargo", "test", "-p", "grep-cli", "--lib", "--", "--exact", "tests::x"]),
+                    own(&["grep_cli@crates/cli/src/lib.rs::tests::x"])
+                ),
+                (
+                    own(&[
+                        "cargo",
+                        "test",
+                        "-p",
+                        "ripgrep",
+                        "--test",
+                        "integration",
+                        "--",
+                        "--exact",
+                        "regression::r1"
+                    ]),
+                    own(&["integration@tests/tests.rs::regression::r1"])
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_build_of_a_selection_is_the_same_command_without_running_tests() {
+        assert_eq!(
+            build_command(
+                Runner::Cargo,
+                &own(&[
+                    "cargo",
+                    "test",
+                    "--test",
+                    "integration",
+                    "--",
+                    "--exact",
+                    "r1"
+                ])
+            ),
+            Some(own(&["cargo", "test", "--test", "integration", "--no-run"]))
+        );
+        assert_eq!(
+            build_command(
+                Runner::Go,
+                &own(&["go", "test", "-json", "-run", "^(TestX)$", "example.com/a"])
+            ),
+            Some(own(&["go", "test", "-json", "-run", "^$", "example.com/a"]))
+        );
+        assert_eq!(
+            build_command(Runner::Pytest, &own(&["pytest", "t.py::x"])),
+            None
+        );
+        assert_eq!(build_command(Runner::Cargo, &own(&["make", "test"])), None);
     }
 }
