@@ -7,6 +7,11 @@
 //! current branch stay as they are; only the new branch, the worktree registration under `.git/worktrees/`
 //! and the objects of the agent's commits are added. vouch's own records are not in the worktree at all:
 //! anything the model can write there, it could rewrite, so they live beside it, out of the tools' reach.
+//!
+//! The commit holds what the model changed with its tools ([`Changed`]), not whatever is new in the
+//! worktree: running the tests leaves build artefacts behind ([`is_artefact`]: `target/`, `__pycache__/`,
+//! `node_modules/`, a `Cargo.lock` the repository does not commit), and a change that carries them fails
+//! the gate as out of scope.
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +19,34 @@ use anyhow::{Context, Result};
 use git2::{BranchType, IndexAddOption, Oid, Repository, Signature, WorktreeAddOptions};
 
 use crate::error::VouchError;
+use crate::tools::Changed;
+
+/// Directories that builds and test runs make, never part of a change.
+const ARTEFACT_DIRS: [&str; 8] = [
+    "target",
+    "__pycache__",
+    "node_modules",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".venv",
+    ".tox",
+];
+
+/// Whether `path` (relative, `/` separators) is a build artefact: under one of [`ARTEFACT_DIRS`], compiled
+/// Python, or a lock file a build made that the repository does not track (`tracked` says).
+pub fn is_artefact(path: &str, tracked: bool) -> bool {
+    if tracked {
+        return false;
+    }
+    let names: Vec<&str> = path.split('/').collect();
+    let file = names.last().copied().unwrap_or_default();
+    names[..names.len().saturating_sub(1)]
+        .iter()
+        .any(|n| ARTEFACT_DIRS.contains(n))
+        || file.ends_with(".pyc")
+        || file == "Cargo.lock"
+}
 
 /// A worktree made for one task.
 #[derive(Debug)]
@@ -154,21 +187,51 @@ impl Worktree {
         })
     }
 
-    /// Commits the worktree's whole state as the one commit of the branch on top of base (replacing an
-    /// earlier one, so a repaired change is still one commit). Returns `None` when nothing differs from base.
-    pub fn commit(&self, message: &str, author: &Signature<'_>) -> Result<Option<Oid>> {
+    /// Commits what the tools `changed` as the one commit of the branch on top of base (replacing an
+    /// earlier one, so a repaired change is still one commit): the recorded paths, or, when files may have
+    /// changed beyond them, every change in the worktree; never a build artefact ([`is_artefact`]). Returns
+    /// `None` when nothing differs from base.
+    pub fn commit(
+        &self,
+        message: &str,
+        author: &Signature<'_>,
+        changed: &Changed,
+    ) -> Result<Option<Oid>> {
         let wt = Repository::open(&self.dir)
             .with_context(|| format!("open worktree {}", self.dir.display()))?;
+        let base = wt.find_commit(self.base).context("find the base commit")?;
+        let base_tree = base.tree().context("read the base tree")?;
+        let tracked = |p: &str| base_tree.get_path(Path::new(p)).is_ok();
         let mut index = wt.index().context("read the worktree's index")?;
-        index
-            .add_all(["*"], IndexAddOption::DEFAULT, None)
-            .context("stage the worktree's files")?;
-        index
-            .update_all(["*"], None)
-            .context("stage the worktree's deletions")?;
+        if changed.unknown {
+            let mut skip = |path: &Path, _: &[u8]| -> i32 {
+                let rel = path.to_string_lossy().replace('\\', "/");
+                i32::from(is_artefact(rel.trim_end_matches('/'), tracked(&rel)))
+            };
+            index
+                .add_all(["*"], IndexAddOption::DEFAULT, Some(&mut skip))
+                .context("stage the worktree's files")?;
+            index
+                .update_all(["*"], None)
+                .context("stage the worktree's deletions")?;
+        }
+        for rel in &changed.paths {
+            if is_artefact(rel, tracked(rel)) {
+                continue;
+            }
+            let path = Path::new(rel);
+            if self.dir.join(path).is_file() {
+                index
+                    .add_path(path)
+                    .with_context(|| format!("stage {rel}"))?;
+            } else if index.get_path(path, 0).is_some() {
+                index
+                    .remove_path(path)
+                    .with_context(|| format!("stage the removal of {rel}"))?;
+            }
+        }
         index.write().context("write the worktree's index")?;
         let tree_id = index.write_tree().context("write the tree")?;
-        let base = wt.find_commit(self.base).context("find the base commit")?;
         if tree_id == base.tree_id() {
             return Ok(None);
         }
@@ -223,4 +286,36 @@ pub fn remove(user: &Repository, dir: &Path, id: &str, branch: &str) -> Result<(
             .with_context(|| format!("delete branch {branch}"))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_artefacts_are_told_apart_from_sources() {
+        for p in [
+            "target/debug/x",
+            "sub/target/x",
+            "pkg/__pycache__/m.cpython-312.pyc",
+            "node_modules/a/index.js",
+            "m.pyc",
+            "Cargo.lock",
+            "crates/a/Cargo.lock",
+        ] {
+            assert!(is_artefact(p, false), "{p}");
+        }
+        for p in [
+            "src/lib.rs",
+            "target.rs",
+            "docs/targets/x.md",
+            "test_calc.py",
+        ] {
+            assert!(!is_artefact(p, false), "{p}");
+        }
+        assert!(
+            !is_artefact("Cargo.lock", true),
+            "a committed lock file is a source"
+        );
+    }
 }

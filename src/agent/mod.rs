@@ -54,7 +54,7 @@ pub use task::Task;
 pub use verify::repair_message;
 
 use limits::WallClock;
-use rails::{Answer, Nudge, RailState, Used};
+use rails::{Answer, Nudge, RailState, Step, Used};
 use records::{Records, RunState};
 use transcript::{ElidedMessage, Event, NudgeKind, Transcript};
 
@@ -233,6 +233,10 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
     }
     let registry = Registry::for_run(&settings);
     let workspace = Workspace::new(&wt.dir)?;
+    if cfg.resume {
+        // What the earlier run's tools changed is not known: the commit takes every change but artefacts.
+        workspace.record_unknown();
+    }
     ui.line(&format!(
         "vouch run {}: {}worktree {} on branch {} from {}",
         cfg.task.id,
@@ -278,6 +282,7 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         commit: resumed.commit,
         error: None,
         oversized: HashSet::new(),
+        tests_seen: None,
     };
     if matches!(agent.messages.last(), Some(ChatMessage::Assistant { .. })) {
         // The earlier run stopped on a reply without a call: the conversation goes on with a reminder.
@@ -396,11 +401,13 @@ fn profile_at(wt: &Worktree) -> Result<Option<Profile>> {
     Ok(Profile::detect(&roots))
 }
 
+/// How often a line says that a turn is still running (the spinner shows it on a terminal).
+pub const TURN_PROGRESS_EVERY: Duration = Duration::from_secs(30);
+
 /// What the calls of a turn lead to.
 enum Flow {
-    Continue {
-        changed: bool,
-    },
+    /// The calls as the cycle detector sees them.
+    Continue(Vec<Step>),
     /// The gate failed a GO and the repair message was sent.
     Repair,
     Stop(Status, StopReason),
@@ -439,6 +446,8 @@ struct Agent<'a> {
     error: Option<String>,
     /// Calls of the current turn too large to run (their arguments were replaced by size and hash).
     oversized: HashSet<String>,
+    /// The tests' result the stall rail last saw: progress is this changing.
+    tests_seen: Option<crate::tools::TestResult>,
 }
 
 impl Agent<'_> {
@@ -462,7 +471,7 @@ impl Agent<'_> {
                 turn.content.clone(),
                 turn.calls.clone(),
             ));
-            let changed = if turn.calls.is_empty() {
+            let steps = if turn.calls.is_empty() {
                 match self.rails.no_call() {
                     Answer::Stop(stop) => return (self.unfinished(), stop),
                     Answer::Nudge(nudge) => {
@@ -477,15 +486,16 @@ impl Agent<'_> {
                     }
                     Answer::Continue => {}
                 }
-                false
+                Vec::new()
             } else {
-                match self.calls(&turn.calls).await {
-                    Flow::Continue { changed } => changed,
+                match self.calls(&turn.calls, turn.recovered).await {
+                    Flow::Continue(steps) => steps,
                     Flow::Repair => continue,
                     Flow::Stop(status, stop) => return (status, stop),
                 }
             };
-            match self.rails.end_turn(changed) {
+            let progress = self.tests_changed();
+            match self.rails.end_turn(progress, steps) {
                 Answer::Stop(stop) => return (self.unfinished(), stop),
                 Answer::Nudge(nudge) => self.rail_nudge(&nudge),
                 Answer::Continue => {}
@@ -501,9 +511,26 @@ impl Agent<'_> {
         }
     }
 
+    /// Whether the tests' result (pass/fail set of the last `run_tests`) differs from the one seen before.
+    fn tests_changed(&mut self) -> bool {
+        let now = self.settings.tests.as_ref().and_then(|t| t.last());
+        if now.is_none() || now == self.tests_seen {
+            return false;
+        }
+        self.tests_seen = now;
+        true
+    }
+
     /// Runs the calls of one turn in order, one tool result each, then the rails and `submit`.
-    async fn calls(&mut self, calls: &[ToolCall]) -> Flow {
-        let mut changed = false;
+    ///
+    /// Calls recovered from a reply's text were all planned before any result came back: they run in
+    /// order up to and including the first one that changes files or submits, and the rest are answered
+    /// [`prompt::HELD`] (each with its own result, so that results still pair with calls). A plan does not
+    /// get to write over a file it never read, nor to submit a change whose tests it never saw. Structured
+    /// (native) calls all run, as the model asked.
+    async fn calls(&mut self, calls: &[ToolCall], recovered: bool) -> Flow {
+        let mut steps = Vec::new();
+        let mut held = false;
         let mut submitted: Option<Submission> = None;
         let mut broken: Option<String> = None;
         let mut repeated_stop = false;
@@ -513,6 +540,8 @@ impl Agent<'_> {
                 (false, "Not run: the run stopped.".to_string())
             } else if submitted.is_some() {
                 (false, "Not run: submit ended the task.".to_string())
+            } else if held {
+                (false, prompt::HELD.to_string())
             } else if self.limit.is_cancelled() {
                 (false, "Not run: the run's time is up.".to_string())
             } else if self.oversized.contains(&call.id) {
@@ -528,11 +557,9 @@ impl Agent<'_> {
                     )
                 } else {
                     warn_repeat |= matches!(answer, Answer::Nudge(_));
+                    held = recovered && (self.mutates(&call.name) || call.name == "submit");
                     match self.call(&call.name, &call.arguments, &mut submitted).await {
-                        Ok(text) => {
-                            changed |= self.mutates(&call.name);
-                            (true, text)
-                        }
+                        Ok(text) => (true, text),
                         Err(ToolError::Failed(text)) => (false, text),
                         Err(ToolError::Infrastructure(e)) => {
                             let message = format!("{} failed: {e:#}", call.name);
@@ -544,6 +571,12 @@ impl Agent<'_> {
             };
             // Whatever a tool printed, the key does not go back to the server or into the records.
             let text = self.redactor.text(&text);
+            steps.push(Step::new(
+                &call.name,
+                format!("{}{}", call.name, call.arguments),
+                ok,
+                &text,
+            ));
             self.transcript.event(&Event::Tool {
                 turn: self.turns,
                 id: call.id.clone(),
@@ -570,7 +603,7 @@ impl Agent<'_> {
         }
         match submitted {
             Some(submission) => self.settle(submission).await,
-            None => Flow::Continue { changed },
+            None => Flow::Continue(steps),
         }
     }
 
@@ -624,11 +657,37 @@ impl Agent<'_> {
             .wall_time
             .map(|w| w.saturating_sub(self.started.elapsed()))
             .unwrap_or(Duration::MAX);
-        let reply = tokio::select! {
-            _ = self.cancel.cancelled() => return Err(StopReason::Cancelled),
-            _ = self.limit.cancelled() => return Err(StopReason::WallTime),
-            r = tokio::time::timeout(remaining, self.client.chat(&req)) => r,
+        let spinner = self.ui.start(&format!(
+            "turn {}/{}: the model is replying",
+            self.turns,
+            self.rails.limits().max_turns
+        ));
+        let every = self.progress_every();
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        let chat = tokio::time::timeout(remaining, self.client.chat(&req));
+        tokio::pin!(chat);
+        let reply = loop {
+            tokio::select! {
+                _ = self.cancel.cancelled() => {
+                    spinner.finish_and_clear();
+                    return Err(StopReason::Cancelled);
+                }
+                _ = self.limit.cancelled() => {
+                    spinner.finish_and_clear();
+                    return Err(StopReason::WallTime);
+                }
+                r = &mut chat => break r,
+                _ = ticks.tick() => self.ui.line(&format!(
+                    "  turn {}/{}: the model is still replying ({}s; prompt {} tokens last turn, at most {} new)",
+                    self.turns,
+                    self.rails.limits().max_turns,
+                    asked.elapsed().as_secs(),
+                    self.last_prompt,
+                    self.cfg.model.max_tokens.map_or("any".to_string(), |n| n.to_string()),
+                )),
+            }
         };
+        spinner.finish_and_clear();
         let mut turn = match reply {
             Err(_) => return Err(StopReason::WallTime),
             Ok(Err(e)) => {
@@ -685,6 +744,15 @@ impl Agent<'_> {
             }
         ));
         Ok(turn)
+    }
+
+    /// [`TURN_PROGRESS_EVERY`], or `VOUCH_TURN_PROGRESS_MS` (for tests that cannot wait half a minute).
+    fn progress_every(&self) -> Duration {
+        std::env::var("VOUCH_TURN_PROGRESS_MS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|ms| *ms > 0)
+            .map_or(TURN_PROGRESS_EVERY, Duration::from_millis)
     }
 
     fn mutates(&self, name: &str) -> bool {

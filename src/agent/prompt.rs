@@ -40,14 +40,29 @@ pub const REPEATED: &str = "You made the same call with the same arguments three
 the same answer. The run stops if you repeat it again. Do something different: read another part of the \
 file, change the code, run the tests, or submit.";
 
-/// When a run has gone too long without changing a file.
+/// When a run has gone too long without the tests' result changing.
 pub fn forcing(turns: u32, left: u32) -> String {
     format!(
-        "You have made no successful change to any file in {turns} turns. For the next {left} turns only edit, \
+        "The tests' result has not changed in {turns} turns. For the next {left} turns only edit, \
          write_file and submit are available: make the change now, or submit with verdict NO-GO and say what \
          blocks you. The run stops as stalled otherwise."
     )
 }
+
+/// When the last turns repeat the same calls with the same results.
+pub fn cycle(cycle: &str) -> String {
+    format!(
+        "You are going round in a cycle: {cycle}, with the same results each time. Repeating it will not \
+         change the outcome, and the run stops if you go round it again. Read the result of the last call \
+         carefully and do something different: read the file again to see its current text, change another \
+         place, or submit with verdict NO-GO and say what blocks you."
+    )
+}
+
+/// Calls of a text reply after one that changes files or submits: not run, each answered with this.
+pub const HELD: &str =
+    "Not run: wait for the result of the earlier call. Call this again in your next \
+reply if you still need it.";
 
 /// Tools are offered in the forcing phase.
 pub const FORCING_TOOLS: [&str; 3] = ["edit", "write_file", "submit"];

@@ -2,9 +2,13 @@
 //! with what each turn did and that answers continue, nudge or stop.
 //!
 //! Replies without a tool call get a reminder and, at the limit, a last warning; one more stops the run. The
-//! same call (name and arguments) at the limit in a row gets a warning; once more stops the run. A run that
-//! goes [`Rails::stall_turns`] turns without a successful change gets a forcing phase that offers only
-//! [`prompt::FORCING_TOOLS`] for [`Rails::forcing_turns`] turns, then stops as stalled. Budgets (turns, wall
+//! same call (name and arguments) at the limit in a row gets a warning; once more stops the run. The same
+//! turns (the same calls with the same results) in a cycle of one to three turns ([`cycle`]) get a message
+//! naming the cycle; going round it once more stops the run ([`StopReason::Cycle`]). Progress is the tests'
+//! result changing (the pass/fail set of the last `run_tests`), not a file written: rewriting a file the
+//! same way proves nothing. A run that goes [`Rails::stall_turns`] turns without progress gets a forcing
+//! phase that offers only [`prompt::FORCING_TOOLS`] for [`Rails::forcing_turns`] turns, then stops as
+//! stalled. Budgets (turns, wall
 //! time, tokens) stop it before a turn. The machine keeps no clock and does no I/O: the loop tells it the
 //! turns, time and tokens used, so every transition is a unit test.
 
@@ -16,7 +20,7 @@ use super::transcript::NudgeKind;
 
 /// Model turns before a run stops as incomplete, unless the task, `vouch.toml` or `--max-turns` says.
 pub const DEFAULT_MAX_TURNS: u32 = 50;
-/// Turns without a successful edit before the forcing phase, unless configured.
+/// Turns without a change in the tests' result before the forcing phase, unless configured.
 pub const DEFAULT_STALL_TURNS: u32 = 15;
 /// Turns of the forcing phase before the run stops as stalled.
 pub const DEFAULT_FORCING_TURNS: u32 = 3;
@@ -27,7 +31,7 @@ pub const DEFAULT_REPAIR_CYCLES: u32 = 2;
 #[derive(Clone, Debug)]
 pub struct Rails {
     pub max_turns: u32,
-    /// Turns without a successful `edit` or `write_file` before the forcing phase.
+    /// Turns without a change in the tests' result before the forcing phase.
     pub stall_turns: u32,
     /// Turns of the forcing phase before the run stops as stalled.
     pub forcing_turns: u32,
@@ -75,6 +79,8 @@ pub enum Nudge {
     RepeatedCall,
     /// The forcing phase starts after `turns` turns without a change and lasts `left` turns.
     Forcing { turns: u32, left: u32 },
+    /// The same turns again: `cycle` names them; going round once more stops the run.
+    Cycle { cycle: String },
 }
 
 impl Nudge {
@@ -84,6 +90,7 @@ impl Nudge {
             Nudge::NoToolCall { .. } => NudgeKind::NoToolCall,
             Nudge::RepeatedCall => NudgeKind::RepeatedCall,
             Nudge::Forcing { .. } => NudgeKind::Forcing,
+            Nudge::Cycle { .. } => NudgeKind::Cycle,
         }
     }
 
@@ -94,8 +101,80 @@ impl Nudge {
             Nudge::NoToolCall { last: true } => prompt::NO_CALL_LAST.to_string(),
             Nudge::RepeatedCall => prompt::REPEATED.to_string(),
             Nudge::Forcing { turns, left } => prompt::forcing(*turns, *left),
+            Nudge::Cycle { cycle } => prompt::cycle(cycle),
         }
     }
+}
+
+/// One call of a turn as the cycle detector sees it: its name and arguments, whether it succeeded, and a
+/// hash of its result with the digits left out (timings and counts differ from run to run of the same
+/// failing test).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step {
+    pub name: String,
+    pub signature: String,
+    pub ok: bool,
+    pub result: u64,
+}
+
+impl Step {
+    pub fn new(name: &str, signature: String, ok: bool, result: &str) -> Step {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        result
+            .chars()
+            .filter(|c| !c.is_ascii_digit())
+            .for_each(|c| c.hash(&mut h));
+        Step {
+            name: name.to_string(),
+            signature,
+            ok,
+            result: h.finish(),
+        }
+    }
+}
+
+/// Turns the cycle detector remembers.
+const CYCLE_MEMORY: usize = 12;
+/// The longest cycle looked for, in turns.
+const MAX_PERIOD: usize = 3;
+
+/// The period (1 to [`MAX_PERIOD`] turns) the last turns repeat: a block of two or three turns seen twice in
+/// a row, or one turn of several calls seen three times. One turn of one call repeating is the
+/// repeated-call rail's to catch.
+pub fn cycle(turns: &[Vec<Step>]) -> Option<usize> {
+    let n = turns.len();
+    (1..=MAX_PERIOD).find(|&p| {
+        let rounds = if p == 1 { 3 } else { 2 };
+        if n < p * rounds {
+            return false;
+        }
+        let tail = &turns[n - p * rounds..];
+        if p == 1 && tail[0].len() < 2 {
+            return false;
+        }
+        (0..p * (rounds - 1)).all(|i| tail[i] == tail[i + p])
+    })
+}
+
+/// The cycle as the model reads it: `edit (failed) -> write_file -> run_tests (failed)`.
+fn describe(block: &[Vec<Step>]) -> String {
+    block
+        .iter()
+        .map(|turn| {
+            turn.iter()
+                .map(|s| {
+                    if s.ok {
+                        s.name.clone()
+                    } else {
+                        format!("{} (failed)", s.name)
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .collect::<Vec<_>>()
+        .join(" -> ")
 }
 
 /// What the run has used so far, for the budgets.
@@ -117,10 +196,16 @@ pub struct RailState {
     /// The last call's name and arguments, and how many times in a row it came.
     last_call: Option<String>,
     repeats: u32,
-    /// Turns since the last successful change.
+    /// Turns since the tests' result last changed.
     since_change: u32,
     /// Turns left in the forcing phase.
     forcing: Option<u32>,
+    /// The calls of the last turns, for [`cycle`].
+    history: Vec<Vec<Step>>,
+    /// Turns recorded in `history` over the run.
+    recorded: usize,
+    /// When a cycle was named: `recorded` then, and its period.
+    cycle_named: Option<(usize, usize)>,
 }
 
 impl RailState {
@@ -132,6 +217,9 @@ impl RailState {
             repeats: 0,
             since_change: 0,
             forcing: None,
+            history: Vec::new(),
+            recorded: 0,
+            cycle_named: None,
         }
     }
 
@@ -193,10 +281,47 @@ impl RailState {
         }
     }
 
-    /// The end of a turn, `changed` when a call changed a file: the forcing phase starts, counts down or
-    /// stops the run as stalled.
-    pub fn end_turn(&mut self, changed: bool) -> Answer {
-        if changed {
+    /// The end of a turn that made `steps`, `progress` when the tests' result changed: a cycle is named or
+    /// stops the run; the forcing phase starts, counts down or stops the run as stalled.
+    pub fn end_turn(&mut self, progress: bool, steps: Vec<Step>) -> Answer {
+        let cycle = self.cycle(steps);
+        let stall = self.stall(progress);
+        match (cycle, stall) {
+            (_, Answer::Stop(stop)) | (Answer::Stop(stop), _) => Answer::Stop(stop),
+            (Answer::Nudge(nudge), _) => Answer::Nudge(nudge),
+            (_, stall) => stall,
+        }
+    }
+
+    /// Records a turn's calls; names a cycle the first time, stops when the model goes round it once more.
+    fn cycle(&mut self, steps: Vec<Step>) -> Answer {
+        if steps.is_empty() {
+            return Answer::Continue;
+        }
+        self.history.push(steps);
+        self.recorded += 1;
+        if self.history.len() > CYCLE_MEMORY {
+            self.history.remove(0);
+        }
+        let Some(period) = cycle(&self.history) else {
+            self.cycle_named = None;
+            return Answer::Continue;
+        };
+        match self.cycle_named {
+            Some((at, p)) if self.recorded >= at + p => Answer::Stop(StopReason::Cycle),
+            Some(_) => Answer::Continue,
+            None => {
+                self.cycle_named = Some((self.recorded, period));
+                let block = &self.history[self.history.len() - period..];
+                Answer::Nudge(Nudge::Cycle {
+                    cycle: describe(block),
+                })
+            }
+        }
+    }
+
+    fn stall(&mut self, progress: bool) -> Answer {
+        if progress {
             self.since_change = 0;
             self.forcing = None;
             return Answer::Continue;
@@ -326,30 +451,30 @@ mod tests {
     #[test]
     fn turns_without_a_change_start_the_forcing_phase_which_then_stops_as_stalled() {
         let mut r = rails();
-        assert_eq!(r.end_turn(false), Answer::Continue);
+        assert_eq!(r.end_turn(false, vec![]), Answer::Continue);
         assert!(r.offers("read_file"));
         assert_eq!(
-            r.end_turn(false),
+            r.end_turn(false, vec![]),
             Answer::Nudge(Nudge::Forcing { turns: 2, left: 2 })
         );
         assert!(r.forcing());
         assert!(!r.offers("read_file") && !r.offers("run_tests") && !r.offers("shell"));
         assert!(r.offers("edit") && r.offers("write_file") && r.offers("submit"));
-        assert_eq!(r.end_turn(false), Answer::Continue);
-        assert_eq!(r.end_turn(false), Answer::Stop(StopReason::Stalled));
+        assert_eq!(r.end_turn(false, vec![]), Answer::Continue);
+        assert_eq!(r.end_turn(false, vec![]), Answer::Stop(StopReason::Stalled));
     }
 
     #[test]
     fn a_change_ends_the_forcing_phase_and_the_stall_count() {
         let mut r = rails();
-        r.end_turn(false);
-        r.end_turn(false);
+        r.end_turn(false, vec![]);
+        r.end_turn(false, vec![]);
         assert!(r.forcing());
-        assert_eq!(r.end_turn(true), Answer::Continue);
+        assert_eq!(r.end_turn(true, vec![]), Answer::Continue);
         assert!(!r.forcing() && r.offers("read_file"));
-        assert_eq!(r.end_turn(false), Answer::Continue);
+        assert_eq!(r.end_turn(false, vec![]), Answer::Continue);
         assert_eq!(
-            r.end_turn(false),
+            r.end_turn(false, vec![]),
             Answer::Nudge(Nudge::Forcing { turns: 2, left: 2 })
         );
     }
@@ -357,15 +482,87 @@ mod tests {
     #[test]
     fn a_repair_cycle_ends_the_forcing_phase_and_the_stall_count() {
         let mut r = rails();
-        r.end_turn(false);
-        r.end_turn(false);
+        r.end_turn(false, vec![]);
+        r.end_turn(false, vec![]);
         r.repair();
         assert!(!r.forcing());
-        assert_eq!(r.end_turn(false), Answer::Continue);
+        assert_eq!(r.end_turn(false, vec![]), Answer::Continue);
         assert_eq!(
-            r.end_turn(false),
+            r.end_turn(false, vec![]),
             Answer::Nudge(Nudge::Forcing { turns: 2, left: 2 })
         );
+    }
+
+    fn step(name: &str, ok: bool, result: &str) -> Step {
+        Step::new(name, format!("{name}{{}}"), ok, result)
+    }
+
+    #[test]
+    fn a_three_turn_cycle_is_named_after_two_rounds_and_stops_after_a_third() {
+        let mut r = RailState::new(Rails::default());
+        let round = || {
+            vec![
+                vec![step("edit", false, "old_string not found")],
+                vec![step("write_file", true, "Replaced a.rs: 10 bytes")],
+                vec![step("run_tests", false, "1 failed in 0.03s")],
+            ]
+        };
+        let mut answers = Vec::new();
+        for (i, turn) in round().into_iter().chain(round()).enumerate() {
+            // The timing differs from run to run; the digits do not count.
+            let turn = if i == 5 {
+                vec![step("run_tests", false, "1 failed in 0.07s")]
+            } else {
+                turn
+            };
+            answers.push(r.end_turn(false, turn));
+        }
+        assert!(
+            answers[..5].iter().all(|a| *a == Answer::Continue),
+            "{answers:?}"
+        );
+        assert_eq!(
+            answers[5],
+            Answer::Nudge(Nudge::Cycle {
+                cycle: "edit (failed) -> write_file -> run_tests (failed)".into()
+            })
+        );
+        let mut third = round().into_iter();
+        assert_eq!(r.end_turn(false, third.next().unwrap()), Answer::Continue);
+        assert_eq!(r.end_turn(false, third.next().unwrap()), Answer::Continue);
+        assert_eq!(
+            r.end_turn(false, third.next().unwrap()),
+            Answer::Stop(StopReason::Cycle)
+        );
+    }
+
+    #[test]
+    fn a_different_result_breaks_the_cycle_and_one_call_repeating_is_left_to_the_repeat_rail() {
+        let a = vec![step("read_file", true, "x")];
+        let b = vec![step("run_tests", false, "fail")];
+        let b2 = vec![step("run_tests", false, "another failure")];
+        assert_eq!(
+            cycle(&[a.clone(), b.clone(), a.clone(), b.clone()]),
+            Some(2)
+        );
+        assert_eq!(cycle(&[a.clone(), b.clone(), a.clone(), b2]), None);
+        assert_eq!(cycle(&[a.clone(), a.clone(), a.clone()]), None);
+        let two = vec![step("read_file", true, "x"), step("run_tests", false, "f")];
+        assert_eq!(cycle(&[two.clone(), two.clone()]), None);
+        assert_eq!(cycle(&[two.clone(), two.clone(), two]), Some(1));
+    }
+
+    #[test]
+    fn writing_files_is_not_progress_only_a_change_in_the_tests_result_is() {
+        let mut r = rails();
+        let write = || vec![step("write_file", true, "Replaced a.rs")];
+        assert_eq!(r.end_turn(false, write()), Answer::Continue);
+        assert_eq!(
+            r.end_turn(false, vec![step("edit", true, "Edited a.rs")]),
+            Answer::Nudge(Nudge::Forcing { turns: 2, left: 2 })
+        );
+        assert_eq!(r.end_turn(true, write()), Answer::Continue);
+        assert!(!r.forcing());
     }
 
     #[test]
@@ -384,5 +581,10 @@ mod tests {
         );
         assert_eq!(Nudge::RepeatedCall.text(), prompt::REPEATED);
         assert_eq!(Nudge::RepeatedCall.kind(), NudgeKind::RepeatedCall);
+        let cycle = Nudge::Cycle {
+            cycle: "edit (failed) -> run_tests".into(),
+        };
+        assert!(cycle.text().contains("edit (failed) -> run_tests"));
+        assert_eq!(cycle.kind(), NudgeKind::Cycle);
     }
 }

@@ -52,6 +52,8 @@ pub enum StopReason {
     RepeatedCall,
     /// Replies without any tool call, again after the nudge.
     NoToolCalls,
+    /// The same turns (calls and results) in a cycle of one to three turns, again after the nudge.
+    Cycle,
     ModelError,
     /// The server asked to retry later than the wall time left.
     RetryAfter,
@@ -70,6 +72,7 @@ impl StopReason {
             StopReason::Stalled => "stalled",
             StopReason::RepeatedCall => "repeated-call",
             StopReason::NoToolCalls => "no-tool-calls",
+            StopReason::Cycle => "cycle",
             StopReason::ModelError => "model-error",
             StopReason::RetryAfter => "retry-after",
             StopReason::ToolError => "tool-error",

@@ -143,6 +143,8 @@ pub enum NudgeKind {
     RepeatedCall,
     /// The start of the forcing phase.
     Forcing,
+    /// The same turns again and again: the cycle named.
+    Cycle,
     /// A gate failure sent back for repair.
     Repair,
 }

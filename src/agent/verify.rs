@@ -90,7 +90,10 @@ impl Agent<'_> {
                 String::from_utf8_lossy(author.email_bytes())
             ));
         }
-        let Some(oid) = self.wt.commit(&message, &author)? else {
+        let Some(oid) = self
+            .wt
+            .commit(&message, &author, &self.workspace.changed())?
+        else {
             self.transcript.event(&Event::Commit {
                 commit: None,
                 branch: None,

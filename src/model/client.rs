@@ -47,9 +47,15 @@ impl fmt::Debug for ApiKey {
     }
 }
 
+/// Replies in a row without a readable call after which `auto` leaves the native mode for the constrained
+/// one. One reply without a call is a model thinking aloud, not tool calling failing.
+pub const AUTO_SWITCH_AFTER: u32 = 3;
+
 #[derive(Debug)]
 struct State {
     mode: Mode,
+    /// Native-mode replies in a row without a readable call (for `auto`).
+    failed: u32,
     /// `None` until `/props` was asked (or never, when the configuration says which server it is).
     server: Option<ServerInfo>,
     /// When the caller's time runs out: a `Retry-After` beyond it ends the request at once.
@@ -175,6 +181,7 @@ impl Client {
             cfg,
             state: Mutex::new(State {
                 mode,
+                failed: 0,
                 server,
                 deadline: None,
             }),
@@ -331,15 +338,26 @@ impl Client {
         let body = self.body(req, mode, &specs, server.llama_server);
         let raw = self.send(&body).await?;
         let turn = self.interpret(raw, mode, &specs);
-        if self.cfg.tool_mode == ToolMode::Auto
-            && mode == Mode::Native
-            && !specs.is_empty()
-            && turn.calls.is_empty()
-        {
-            tracing::info!("the model answered without a tool call: using the constrained tool mode from now on");
-            self.state().mode = Mode::Constrained;
+        if self.cfg.tool_mode == ToolMode::Auto && mode == Mode::Native && !specs.is_empty() {
+            self.count_failure(turn.calls.is_empty());
         }
         Ok(turn)
+    }
+
+    /// `auto`: after [`AUTO_SWITCH_AFTER`] native replies in a row without a readable call (native or
+    /// recovered from the text), the next turns use the constrained mode. The switch happens once and for
+    /// the turns after it only: the turns already sent are not sent again. The constrained mode renders
+    /// the history its own way, so the server's prompt cache is lost once, at the switch; that is why one
+    /// reply without a call, or a model that calls tools in its text, never switches.
+    fn count_failure(&self, failed: bool) {
+        let mut state = self.state();
+        state.failed = if failed { state.failed + 1 } else { 0 };
+        if state.failed >= AUTO_SWITCH_AFTER {
+            tracing::info!(
+                "{AUTO_SWITCH_AFTER} replies in a row had no readable tool call: using the constrained tool mode from now on"
+            );
+            state.mode = Mode::Constrained;
+        }
     }
 
     /// The request body for one turn.

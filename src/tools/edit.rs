@@ -94,6 +94,7 @@ fn edit(ws: &Workspace, args: Args) -> Result<String, String> {
         done.text.clone()
     };
     fs::write(&path.abs, written).map_err(|err| format!("Cannot write `{rel}`: {err}."))?;
+    ws.record(rel);
 
     let mut report = if done.lines.len() == 1 {
         let (first, last) = done.lines[0];

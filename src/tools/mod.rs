@@ -29,6 +29,7 @@ mod run_tests;
 mod search;
 mod shell;
 mod submit;
+mod test_summary;
 mod text;
 mod walk;
 mod workspace;
@@ -46,12 +47,13 @@ pub use edit::Edit;
 pub use list_files::ListFiles;
 pub use read_file::ReadFile;
 pub use registry::Registry;
-pub use run_tests::{RunTests, TestRunner};
+pub use run_tests::{RunTests, TestResult, TestRunner};
 pub use search::Search;
 pub use shell::{shell_env, Shell, ShellRunner};
 pub use submit::{Submission, Submit};
+pub use test_summary::{summarize, Summary};
 pub use text::cap;
-pub use workspace::{Resolved, Workspace};
+pub use workspace::{Changed, Resolved, Workspace};
 pub use write_file::WriteFile;
 
 /// Why a call did not succeed.

@@ -2,15 +2,19 @@
 //!
 //! This is a convenience for the model, not evidence: the gate reruns everything in a clean room after
 //! `submit`. So it runs the test step's command as is (placeholders filled, the selector appended), with
-//! the step's timeout, and returns the exit status and the tail of the output, capped.
+//! the step's timeout, and returns the exit status, the failing tests and the first error with its location
+//! ([`test_summary`](super::test_summary)), then the tail of the output, capped. The pass/fail set of the
+//! last run is kept ([`TestRunner::last`]): the loop counts progress as that set changing.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
 
 use anyhow::Result;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::test_summary::summarize;
 use super::text::cap;
 use super::{object, CallFuture, CallResult, Context, Tool, ToolError};
 use crate::gate::profile::{Profile, Step};
@@ -65,6 +69,14 @@ impl Tool for RunTests {
     }
 }
 
+/// What one run of the tests came to: whether it passed, which tests failed, the first error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TestResult {
+    pub passed: bool,
+    pub failing: Vec<String>,
+    pub first_error: Option<String>,
+}
+
 /// The test command of a worktree.
 #[derive(Debug)]
 pub struct TestRunner {
@@ -72,6 +84,7 @@ pub struct TestRunner {
     env: StepEnv,
     profile: String,
     runs: AtomicU32,
+    last: Mutex<Option<TestResult>>,
 }
 
 impl TestRunner {
@@ -98,7 +111,13 @@ impl TestRunner {
             },
             profile: profile.name.clone(),
             runs: AtomicU32::new(0),
+            last: Mutex::new(None),
         }
+    }
+
+    /// The result of the last run that finished (not timed out or cancelled).
+    pub fn last(&self) -> Option<TestResult> {
+        self.last.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Runs the tests (or `selector`). Failing tests, a bad selector and a command that cannot be started
@@ -156,10 +175,30 @@ impl TestRunner {
                 None => "killed by a signal".to_string(),
             }
         };
+        let summary = summarize(&outcome.head_and_tail());
+        if !outcome.timed_out && !outcome.cancelled {
+            *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(TestResult {
+                passed: outcome.success(),
+                failing: summary.failing.clone(),
+                first_error: summary.first_error.clone(),
+            });
+        }
+        let mut text = format!("$ {command}\nTests {status}.\n");
+        if !outcome.success() {
+            if !summary.failing.is_empty() {
+                text.push_str(&format!("Failing tests: {}\n", summary.failing.join(", ")));
+            }
+            if let Some(e) = &summary.first_error {
+                text.push_str(&format!("First error: {}\n", self.env.relativize(e)));
+            }
+            if !summary.failing.is_empty() || summary.first_error.is_some() {
+                text.push_str("Output, last part:\n");
+            }
+        }
         let tail = self
             .env
             .relativize(&cap(&outcome.tail_lines(TAIL_LINES), TAIL_CHARS));
-        let text = format!("$ {command}\nTests {status}.\n{tail}");
+        text.push_str(&tail);
         Ok(if outcome.success() {
             Ok(text)
         } else {

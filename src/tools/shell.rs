@@ -55,7 +55,10 @@ impl Tool for Shell {
     fn call<'a>(&'a self, ctx: &'a mut Context<'_>, args: &'a Value) -> CallFuture<'a> {
         Box::pin(async move {
             match &ctx.settings.shell {
-                Some(runner) => runner.run(args, ctx.cancel).await,
+                Some(runner) => {
+                    ctx.workspace.record_unknown();
+                    runner.run(args, ctx.cancel).await
+                }
                 None => Err(ToolError::failed("shell is not available.")),
             }
         })

@@ -11,12 +11,19 @@
 //! plain names, so creating it cannot leave the root either. A dangling symbolic link is refused: writing
 //! through it would create its target, wherever that is.
 //!
+//! The workspace also remembers what the tools changed ([`Changed`]): the paths `edit` and `write_file`
+//! wrote, and whether anything else may have changed files (`shell` ran, or the run was resumed). The commit takes those, and not every
+//! file that happens to be new in the worktree: a `Cargo.lock`, `target/` or `__pycache__/` that running
+//! the tests made is not part of the model's change.
+//!
 //! Resolution is a check at the time of the call; the model is the only writer in its worktree, so nothing
 //! races it between the check and the use.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context as _;
 
@@ -24,6 +31,17 @@ use anyhow::Context as _;
 #[derive(Clone, Debug)]
 pub struct Workspace {
     root: PathBuf,
+    changed: Arc<Mutex<Changed>>,
+}
+
+/// What the tools changed in the worktree.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Changed {
+    /// Paths (relative, `/` separators) that `edit` or `write_file` wrote.
+    pub paths: BTreeSet<String>,
+    /// Files may have changed beyond `paths`: `shell` ran, or the run was resumed (the earlier run's
+    /// paths are not known).
+    pub unknown: bool,
 }
 
 /// A path the workspace accepted.
@@ -46,7 +64,29 @@ impl Workspace {
             "workspace {} is not a directory",
             root.display()
         );
-        Ok(Workspace { root: canonical })
+        Ok(Workspace {
+            root: canonical,
+            changed: Arc::default(),
+        })
+    }
+
+    /// Notes that a tool wrote `rel` (a [`Resolved::rel`]).
+    pub fn record(&self, rel: &str) {
+        self.lock().paths.insert(rel.to_string());
+    }
+
+    /// Notes that files may have changed beyond the recorded paths (`shell` ran, a resumed run).
+    pub fn record_unknown(&self) {
+        self.lock().unknown = true;
+    }
+
+    /// What the tools changed so far.
+    pub fn changed(&self) -> Changed {
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Changed> {
+        self.changed.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The canonical root directory.

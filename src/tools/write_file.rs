@@ -73,6 +73,7 @@ fn write(ws: &Workspace, args: Args) -> Result<String, String> {
             .map_err(|err| format!("Cannot create the directories for `{rel}`: {err}."))?;
     }
     fs::write(&path.abs, &content).map_err(|err| format!("Cannot write `{rel}`: {err}."))?;
+    ws.record(rel);
     let action = if existing.is_some() {
         "Replaced"
     } else {

@@ -1755,3 +1755,256 @@ async fn the_gate_checks_given_to_vouch_run_judge_its_change() {
         ])
     );
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// What a real small coder did wrong (issue 11), each failure scripted.
+
+/// A text reply with Hermes-style `<tool_call>` blocks, as a small coder writes them without native calls.
+fn hermes(list: &[(&str, Value)]) -> Answer {
+    let body: Vec<String> = list
+        .iter()
+        .map(|(name, args)| {
+            format!(
+                "<tool_call>\n{}\n</tool_call>",
+                json!({"name": name, "arguments": args})
+            )
+        })
+        .collect();
+    text(&body.join("\n"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_recovered_from_text_stop_at_the_first_change_and_a_blind_submit_is_not_run() {
+    let repo = calc_repo();
+    let before = user_state(&repo);
+    let model = Model::start(vec![
+        hermes(&[
+            ("read_file", json!({"path": "calc.py"})),
+            ("write_file", json!({"path": "calc.py", "content": FIXED})),
+            ("run_tests", json!({})),
+            ("submit", json!({"verdict": "GO", "summary": "fixed"})),
+        ]),
+        call(
+            2,
+            "submit",
+            json!({"verdict": "NO-GO", "summary": "not tested"}),
+        ),
+    ])
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "blind plan"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let results = tool_results(&requests[1]);
+    let names: Vec<&str> = results.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["read_file", "write_file", "run_tests", "submit"]);
+    assert!(results[0].1.contains("def add(a, b):"), "{results:?}");
+    assert!(results[1].1.starts_with("Replaced calc.py"), "{results:?}");
+    for (name, result) in &results[2..] {
+        assert!(
+            result.starts_with("Not run: wait for the result of the earlier call"),
+            "{name}: {result}"
+        );
+    }
+    let r = report(&repo, "blind-plan");
+    assert_eq!(
+        json!([r["status"], r["stop_reason"], r["claimed"], r["commit"]]),
+        json!(["no-go", "submitted", "NO-GO", null])
+    );
+    assert_untouched(&repo, &before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_calls_in_one_reply_all_run_as_before() {
+    let repo = calc_repo();
+    let model = Model::start(vec![
+        calls(
+            1,
+            &[
+                ("write_file", json!({"path": "calc.py", "content": FIXED})),
+                ("read_file", json!({"path": "calc.py"})),
+            ],
+        ),
+        call(2, "submit", json!({"verdict": "NO-GO", "summary": "x"})),
+    ])
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "native pair"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let results = tool_results(&requests[1]);
+    assert!(results[1].1.contains("return a + b"), "{results:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_three_turn_cycle_with_the_same_results_is_named_then_stops_the_run() {
+    let repo = calc_repo();
+    let round = |n: usize| {
+        vec![
+            call(
+                n,
+                "edit",
+                json!({"path": "calc.py", "old_string": "def mul(a, b):", "new_string": "def mul(x, y):"}),
+            ),
+            call(
+                n + 1,
+                "write_file",
+                json!({"path": "calc.py", "content": CALC}),
+            ),
+            call(n + 2, "run_tests", json!({})),
+        ]
+    };
+    let model = Model::start(
+        round(1)
+            .into_iter()
+            .chain(round(4))
+            .chain(round(7))
+            .collect(),
+    )
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "cycle"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    assert!(!last_user(&requests[5]).contains("going round in a cycle"));
+    let named = last_user(&requests[6]);
+    assert!(
+        named.contains("cycle: edit (failed) -> write_file -> run_tests"),
+        "{named}"
+    );
+    let r = report(&repo, "cycle");
+    assert_eq!(
+        json!([r["status"], r["stop_reason"], r["turns"]]),
+        json!(["incomplete", "cycle", 9])
+    );
+    let kinds: Vec<Value> = transcript(&repo, "cycle")
+        .into_iter()
+        .filter(|e| e["event"] == "nudge")
+        .map(|e| e["kind"].clone())
+        .collect();
+    assert_eq!(kinds, [json!("cycle")]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rewriting_files_is_not_progress_only_a_change_in_the_tests_result_is() {
+    let repo = calc_repo();
+    let model = Model::start(vec![
+        call(1, "run_tests", json!({})),
+        call(
+            2,
+            "write_file",
+            json!({"path": "calc.py", "content": FIXED}),
+        ),
+        call(3, "write_file", json!({"path": "calc.py", "content": CALC})),
+        call(4, "submit", json!({"verdict": "NO-GO", "summary": "x"})),
+    ])
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "busy", "--stall-turns", "2"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    // The first test result is progress; two writes after it are not.
+    assert_eq!(offered_tools(&requests[2]).len(), 7);
+    assert_eq!(
+        offered_tools(&requests[3]),
+        ["edit", "write_file", "submit"]
+    );
+    assert!(last_user(&requests[3]).contains("The tests' result has not changed in 2 turns"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_reply_without_a_call_keeps_the_native_mode_and_the_history() {
+    let repo = calc_repo();
+    let model = Model::start(vec![
+        text("Let me think about where add() is defined."),
+        call(2, "read_file", json!({"path": "calc.py"})),
+        call(3, "submit", json!({"verdict": "NO-GO", "summary": "x"})),
+    ])
+    .await;
+    // The scripted server fails the test when a request rewrites the history it was sent before.
+    let run = vouch_run(&repo, &model, &["--prompt", "think aloud"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    for r in &requests {
+        assert!(r.get("tools").is_some() && r.get("response_format").is_none());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_turn_gets_a_progress_line_and_every_request_has_a_generation_limit() {
+    let repo = calc_repo();
+    let model = Model::start(vec![Answer::Slow(
+        std::time::Duration::from_millis(1500),
+        json!({"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "submit", "arguments": "{\"verdict\": \"NO-GO\", \"summary\": \"x\"}"}}]}),
+    )])
+    .await;
+    let run = vouch_run_env(
+        &repo,
+        &model,
+        &["--prompt", "slow turn"],
+        &[("VOUCH_TURN_PROGRESS_MS", "400")],
+    )
+    .await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    assert!(
+        run.stderr
+            .contains("turn 1/50: the model is still replying"),
+        "{}",
+        run.stderr
+    );
+    assert!(requests[0]["max_tokens"].as_u64().is_some_and(|n| n > 0));
+}
+
+const CRATE_TOML: &str =
+    "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n";
+const CRATE_LIB: &str = "/// The absolute value.\npub fn abs(x: i64) -> i64 {\n    if x < 0 {\n        x\n    } else {\n        x\n    }\n}\n";
+const CRATE_API_TEST: &str =
+    "#[test]\nfn abs_of_positive() {\n    assert_eq!(calc::abs(3), 3);\n}\n";
+const CRATE_ABS_TEST: &str =
+    "#[test]\nfn abs_of_negative_is_positive() {\n    assert_eq!(calc::abs(-3), 3);\n}\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_commit_holds_the_files_the_tools_wrote_and_not_the_cargo_lock_the_tests_made() {
+    let repo = Repo::with_files(&[
+        ("Cargo.toml", CRATE_TOML),
+        (".gitignore", "/target\n"),
+        ("src/lib.rs", CRATE_LIB),
+        ("tests/api.rs", CRATE_API_TEST),
+    ]);
+    let fixed = CRATE_LIB.replace(
+        "    if x < 0 {\n        x\n",
+        "    if x < 0 {\n        -x\n",
+    );
+    let model = Model::start(vec![
+        calls(
+            1,
+            &[
+                (
+                    "write_file",
+                    json!({"path": "src/lib.rs", "content": fixed}),
+                ),
+                (
+                    "write_file",
+                    json!({"path": "tests/abs.rs", "content": CRATE_ABS_TEST}),
+                ),
+            ],
+        ),
+        call(2, "run_tests", json!({})),
+        call(
+            3,
+            "submit",
+            json!({"verdict": "GO", "summary": "abs negates"}),
+        ),
+    ])
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "fix abs"]).await;
+    let requests = model.finish();
+    let results = tool_results(&requests[2]);
+    assert!(results[0].1.contains("Tests passed"), "{results:?}");
+    assert!(
+        workspace(&repo, "fix-abs").join("Cargo.lock").is_file(),
+        "run_tests made a Cargo.lock"
+    );
+    assert_eq!(run.code, 0, "{}", explain(&run));
+    let files = repo.git(&["show", "--name-only", "--format=", "vouch/fix-abs"]);
+    assert_eq!(files.trim(), "src/lib.rs\ntests/abs.rs");
+    assert_eq!(report(&repo, "fix-abs")["status"], "verified");
+}

@@ -749,12 +749,20 @@ async fn auto_switches_to_constrained_when_props_says_the_template_has_no_tools(
 }
 
 #[tokio::test]
-async fn auto_switches_to_constrained_after_a_turn_without_any_call() {
-    let server = Scripted::start(vec![
+async fn auto_switches_to_constrained_only_after_three_replies_in_a_row_without_a_call() {
+    let prose = || {
         post(Reply::Json(
             200,
-            completion(json!({"role": "assistant", "content": "I will read the file now."}), "stop"),
-        )),
+            completion(
+                json!({"role": "assistant", "content": "I will read the file now."}),
+                "stop",
+            ),
+        ))
+    };
+    let server = Scripted::start(vec![
+        prose(),
+        prose(),
+        prose(),
         post(Reply::Json(
             200,
             completion(
@@ -767,23 +775,32 @@ async fn auto_switches_to_constrained_after_a_turn_without_any_call() {
     let mut cfg = config(&server.url);
     cfg.tool_mode = ToolMode::Auto;
     let client = Client::new(cfg).unwrap();
-    let first = client.chat(&ask("read a.go", tools())).await.unwrap();
-    assert_eq!((first.mode, first.calls.len()), (Mode::Native, 0));
-    assert_eq!(client.mode(), Mode::Constrained);
     let mut req = ask("read a.go", tools());
-    req.messages
-        .push(ChatMessage::assistant(first.content, vec![]));
-    req.messages.push(ChatMessage::user("Call a tool."));
-    let second = client.chat(&req).await.unwrap();
-    assert_eq!((second.mode, second.calls.len()), (Mode::Constrained, 1));
+    for i in 0..3 {
+        let turn = client.chat(&req).await.unwrap();
+        assert_eq!((turn.mode, turn.calls.len()), (Mode::Native, 0));
+        // One reply without a call, or two, is no reason to change how the history is sent.
+        let want = if i < 2 {
+            Mode::Native
+        } else {
+            Mode::Constrained
+        };
+        assert_eq!(client.mode(), want, "after reply {}", i + 1);
+        req.messages
+            .push(ChatMessage::assistant(turn.content, vec![]));
+        req.messages.push(ChatMessage::user("Call a tool."));
+    }
+    let fourth = client.chat(&req).await.unwrap();
+    assert_eq!((fourth.mode, fourth.calls.len()), (Mode::Constrained, 1));
     let seen = server.finish();
     assert!(seen[0].body.get("tools").is_some());
     assert!(
         seen[0].body.get("cache_prompt").is_none(),
         "not llama-server"
     );
-    assert!(seen[1].body.get("tools").is_none());
-    assert!(seen[1].body.get("response_format").is_some());
+    assert!(seen[2].body.get("tools").is_some());
+    assert!(seen[3].body.get("tools").is_none());
+    assert!(seen[3].body.get("response_format").is_some());
 }
 
 #[tokio::test]

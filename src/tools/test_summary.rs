@@ -1,0 +1,200 @@
+//! What a test run's output says, read for a small model: the first compiler or test error with its
+//! location, and the names of the failing tests. A model acts on the first error far better than on the
+//! last sixty lines of a log, where the error is often cut off or buried under a backtrace.
+//!
+//! The reading is a heuristic over the common runners' formats (cargo and rustc, pytest, go test, node's
+//! TAP and mocha-like reporters); what it does not recognise leaves the summary empty and the output tail
+//! is still shown.
+
+/// The failing tests and first error of one run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// The first error, with its location line when the runner gives one.
+    pub first_error: Option<String>,
+    /// Failing tests in the order the output names them, without duplicates.
+    pub failing: Vec<String>,
+}
+
+/// Characters of the first error kept.
+const ERROR_CHARS: usize = 600;
+/// Failing test names listed.
+const MAX_NAMES: usize = 20;
+
+/// Reads `output`.
+pub fn summarize(output: &str) -> Summary {
+    let lines: Vec<&str> = output.lines().collect();
+    let mut failing: Vec<String> = Vec::new();
+    let mut push = |name: &str| {
+        let name = name.trim();
+        if !name.is_empty() && !failing.iter().any(|n| n == name) {
+            failing.push(name.to_string());
+        }
+    };
+    for line in &lines {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("test ") {
+            if let Some(name) = rest.strip_suffix(" ... FAILED") {
+                push(name);
+            }
+        } else if let Some(rest) = t.strip_prefix("FAILED ") {
+            push(rest.split(" - ").next().unwrap_or(rest));
+        } else if let Some(rest) = t.strip_prefix("--- FAIL: ") {
+            push(rest.split(" (").next().unwrap_or(rest));
+        } else if let Some(rest) = t.strip_prefix("not ok ") {
+            // TAP: `not ok 3 - name`.
+            let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit()).trim();
+            push(rest.strip_prefix("- ").unwrap_or(rest));
+        }
+    }
+    failing.truncate(MAX_NAMES);
+    Summary {
+        first_error: first_error(&lines),
+        failing,
+    }
+}
+
+/// The first error line and the line that locates it.
+fn first_error(lines: &[&str]) -> Option<String> {
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim();
+        let next = |n: usize| lines.get(i + n).map(|l| l.trim()).unwrap_or_default();
+        // rustc: `error[E0308]: mismatched types` then `--> src/lib.rs:3:5`.
+        if (t.starts_with("error[") || t.starts_with("error:"))
+            && !t.starts_with("error: could not compile")
+            && !t.starts_with("error: test failed")
+            && !t.starts_with("error: aborting")
+        {
+            let at = (1..=3)
+                .map(next)
+                .find(|l| l.starts_with("-->"))
+                .map(|l| format!(" at {}", l.trim_start_matches("-->").trim()))
+                .unwrap_or_default();
+            return Some(cut(&format!("{t}{at}")));
+        }
+        // A Rust test: `thread 'x' panicked at src/lib.rs:10:5:` then the message.
+        if t.starts_with("thread '") && t.contains("panicked at") {
+            return Some(cut(&format!("{t} {}", next(1))));
+        }
+        // Python: `  File "calc.py", line 3` ... `SyntaxError: ...` (collection errors, tracebacks).
+        if t.starts_with("E   ") {
+            let at = lines[i..]
+                .iter()
+                .map(|l| l.trim())
+                .find(|l| is_python_location(l))
+                .map(|l| format!(" at {l}"))
+                .unwrap_or_default();
+            return Some(cut(&format!("{}{at}", t.trim_start_matches('E').trim())));
+        }
+        // Go and TypeScript compilers: `./calc.go:3:2: undefined: foo`, `src/a.ts(3,5): error TS2322: ...`.
+        if t.contains(": error TS") || is_go_build_error(t) {
+            return Some(cut(t));
+        }
+    }
+    // A Go test failure: `calc_test.go:12: got 1, want 2` after `--- FAIL`.
+    lines
+        .iter()
+        .map(|l| l.trim())
+        .find(|l| l.contains("_test.go:"))
+        .map(cut)
+}
+
+/// `calc.py:12: AssertionError`.
+fn is_python_location(line: &str) -> bool {
+    let mut parts = line.splitn(3, ':');
+    let (Some(file), Some(n)) = (parts.next(), parts.next()) else {
+        return false;
+    };
+    file.ends_with(".py") && !n.is_empty() && n.chars().all(|c| c.is_ascii_digit())
+}
+
+/// `./calc.go:3:2: undefined: foo`.
+fn is_go_build_error(line: &str) -> bool {
+    let mut parts = line.splitn(4, ':');
+    let (Some(file), Some(l), Some(c)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    file.ends_with(".go")
+        && !file.ends_with("_test.go")
+        && [l, c]
+            .iter()
+            .all(|n| !n.is_empty() && n.chars().all(|ch| ch.is_ascii_digit()))
+}
+
+fn cut(text: &str) -> String {
+    if text.chars().count() <= ERROR_CHARS {
+        return text.to_string();
+    }
+    let mut s: String = text.chars().take(ERROR_CHARS).collect();
+    s.push('…');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rust_compiler_error_comes_with_its_location() {
+        let out =
+            "   Compiling calc v0.1.0\nerror[E0308]: mismatched types\n --> src/lib.rs:2:5\n  |\n\
+                   2 |     \"x\"\nerror: could not compile `calc`\n";
+        assert_eq!(
+            summarize(out),
+            Summary {
+                first_error: Some("error[E0308]: mismatched types at src/lib.rs:2:5".into()),
+                failing: vec![],
+            }
+        );
+    }
+
+    #[test]
+    fn failing_cargo_tests_are_named_with_the_first_panic() {
+        let out =
+            "running 2 tests\ntest tests::sub ... ok\ntest tests::add ... FAILED\n\nfailures:\n\n\
+                   ---- tests::add stdout ----\n\nthread 'tests::add' panicked at src/lib.rs:9:9:\n\
+                   assertion `left == right` failed\n\nfailures:\n    tests::add\n";
+        let s = summarize(out);
+        assert_eq!(s.failing, vec!["tests::add"]);
+        assert_eq!(
+            s.first_error.as_deref(),
+            Some(
+                "thread 'tests::add' panicked at src/lib.rs:9:9: assertion `left == right` failed"
+            )
+        );
+    }
+
+    #[test]
+    fn pytest_failures_give_the_test_ids_and_the_assertion_with_its_line() {
+        let out = "    def test_add():\n>       assert add(2, 3) == 5\nE       assert -1 == 5\n\n\
+                   test_calc.py:5: AssertionError\n=== short test summary info ===\n\
+                   FAILED test_calc.py::test_add - assert -1 == 5\n1 failed, 1 passed in 0.02s\n";
+        let s = summarize(out);
+        assert_eq!(s.failing, vec!["test_calc.py::test_add"]);
+        assert_eq!(
+            s.first_error.as_deref(),
+            Some("assert -1 == 5 at test_calc.py:5: AssertionError")
+        );
+    }
+
+    #[test]
+    fn go_failures_and_build_errors_are_read() {
+        let s = summarize("--- FAIL: TestAdd (0.00s)\n    calc_test.go:8: got -1, want 5\nFAIL\n");
+        assert_eq!(s.failing, vec!["TestAdd"]);
+        assert_eq!(
+            s.first_error.as_deref(),
+            Some("calc_test.go:8: got -1, want 5")
+        );
+        let s = summarize("# calc\n./calc.go:4:9: undefined: x\nFAIL calc [build failed]\n");
+        assert_eq!(
+            s.first_error.as_deref(),
+            Some("./calc.go:4:9: undefined: x")
+        );
+    }
+
+    #[test]
+    fn tap_output_names_the_failing_tests_and_plain_output_gives_nothing() {
+        let s = summarize("ok 1 - sub\nnot ok 2 - add works\n");
+        assert_eq!(s.failing, vec!["add works"]);
+        assert_eq!(summarize("all good\n"), Summary::default());
+    }
+}
