@@ -1,6 +1,7 @@
 mod agent;
 mod bite;
 mod cli;
+mod forge;
 mod gate_go;
 mod gate_node;
 mod gate_python;
