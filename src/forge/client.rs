@@ -414,23 +414,25 @@ impl Client {
                 forge,
                 var: self.token_var.clone(),
             },
-            403 => ForgeError::Forbidden {
-                forge,
-                action: action.to_string(),
-                var: self.token_var.clone(),
-                scope: match self.target.forge {
+            403 => {
+                let scope = match self.target.forge {
                     Forge::GitHub => {
                         "classic: repo; fine-grained: contents and pull requests, read and write"
                     }
                     Forge::Gitea => "write:repository",
-                },
-                repo,
-                detail: if message.is_empty() {
+                };
+                let said = if message.is_empty() {
                     String::new()
                 } else {
                     format!(": {message}")
-                },
-            },
+                };
+                ForgeError::Forbidden {
+                    forge,
+                    action: action.to_string(),
+                    var: self.token_var.clone(),
+                    detail: format!("lacks the scope it needs ({scope}) or access to {repo}{said}"),
+                }
+            }
             404 => ForgeError::NotFound {
                 forge,
                 what: format!("{repo} ({action})"),

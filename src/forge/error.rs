@@ -15,13 +15,12 @@ pub enum ForgeError {
     #[error("{forge} rejected the token from {var} (401 Unauthorized): it is wrong or expired")]
     Unauthorized { forge: &'static str, var: String },
     /// 403: the token lacks a scope or the account lacks access (or a rate limit that did not clear).
-    #[error("{forge} refused {action} (403 Forbidden): the token from {var} lacks the scope it needs ({scope}) or access to {repo}{detail}")]
+    #[error("{forge} refused {action} (403 Forbidden): the token from {var} {detail}")]
     Forbidden {
         forge: &'static str,
         action: String,
         var: String,
-        scope: &'static str,
-        repo: String,
+        /// The scope it lacks, the repository and the forge's message.
         detail: String,
     },
     /// 404: the repository or pull request does not exist (or the token cannot see it).
