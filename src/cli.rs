@@ -12,6 +12,7 @@ use crate::agent::{
     DEFAULT_CONTEXT, DEFAULT_FORCING_TURNS, DEFAULT_MAX_TURNS, DEFAULT_REPAIR_CYCLES,
     DEFAULT_SHELL_TIMEOUT, DEFAULT_STALL_TURNS, ELIDE_AT,
 };
+use crate::forge::Forge;
 use crate::gate::outcome::Claim;
 use crate::gate::profile::{BiteRequire, BuildFailure, HunkPolicy};
 use crate::gate::DEFAULT_RERUNS;
@@ -53,6 +54,9 @@ pub enum Command {
     /// The local model vouch runs itself: build llama-server and assemble models from PyPI, list them, serve one.
     #[command(after_help = MODEL_EXAMPLES)]
     Model(ModelArgs),
+    /// Push a run's branch and open its pull request with the gate's evidence, or update the open one.
+    #[command(after_help = PR_EXAMPLES)]
+    Pr(Box<PrArgs>),
 }
 
 impl Cli {
@@ -74,6 +78,20 @@ Examples:
   vouch clean                         remove the workspaces whose work is merged
   vouch model setup                   build llama-server and the default local model (once)
   vouch help run                      the flags and examples of one command";
+
+const PR_EXAMPLES: &str = "\
+Examples:
+  vouch pr add-subtracts                        push vouch/add-subtracts, open its pull request on origin's forge
+  vouch pr add-subtracts --draft                a draft (Gitea/Forgejo: a `WIP:` title), also for a rejected run
+  vouch pr --branch fix/login --body-file pr.md push a branch of the repository here, with your own body
+  vouch pr x --forge gitea --forge-repo team/app --api-url https://git.example --remote origin
+
+Tokens: GITHUB_TOKEN or GH_TOKEN (GitHub), GITEA_TOKEN (Gitea/Forgejo), or --token-env VAR; sent through git's
+credential callback and the API's auth header only, never printed or written into a URL or config.
+The push never overwrites a remote branch holding commits the local branch does not contain.
+A second run updates the open pull request's body instead of opening another.
+Exit codes: 0 pushed and opened or updated, 2 usage error (no token, unknown forge, a refused lease),
+3 infrastructure error (the forge's answer or the network).";
 
 const TOOLCALLS_EXAMPLES: &str = "\
 Examples:
@@ -227,6 +245,70 @@ pub struct CleanArgs {
     /// The tasks whose workspaces to remove [default: every vouch/* branch and its worktree].
     #[arg(value_name = "TASK_ID")]
     pub ids: Vec<String>,
+}
+
+/// `vouch pr`.
+#[derive(Debug, Clone, Args)]
+pub struct PrArgs {
+    /// The run's workspace (the worktree `vouch run` printed, or its task id): its branch and its records' evidence.
+    #[arg(
+        value_name = "WORKSPACE",
+        conflicts_with = "branch",
+        required_unless_present = "branch"
+    )]
+    pub workspace: Option<PathBuf>,
+
+    /// The run's task id, whose records hold the evidence [default: the workspace directory's name].
+    #[arg(long, value_name = "ID", requires = "workspace")]
+    pub task: Option<String>,
+
+    /// Push this branch instead of a workspace's (no run records: the body names the branch, or --body-file).
+    #[arg(long, value_name = "B")]
+    pub branch: Option<String>,
+
+    /// The repository of --branch [default: .].
+    #[arg(long, value_name = "DIR", requires = "branch")]
+    pub repo: Option<PathBuf>,
+
+    /// The forge [default: from the remote's URL: github.com is GitHub, codeberg.org and gitea/forgejo hosts Gitea].
+    #[arg(long, value_enum)]
+    pub forge: Option<Forge>,
+
+    /// The repository on the forge [default: from the remote's URL].
+    #[arg(long, value_name = "OWNER/REPO")]
+    pub forge_repo: Option<String>,
+
+    /// The API: GitHub's base (https://ghe.example/api/v3), or the Gitea server (/api/v1 is added).
+    #[arg(long, value_name = "URL")]
+    pub api_url: Option<String>,
+
+    /// The remote to push to, by name or URL.
+    #[arg(long, value_name = "NAME|URL", default_value = "origin")]
+    pub remote: String,
+
+    /// The pull request's base branch [default: the repository's default branch].
+    #[arg(long, value_name = "BRANCH")]
+    pub base: Option<String>,
+
+    /// Open a draft (GitHub's draft; a `WIP:` title on Gitea/Forgejo); needed for a run that is not verified.
+    #[arg(long)]
+    pub draft: bool,
+
+    /// The title [default: the task's title].
+    #[arg(long, value_name = "T")]
+    pub title: Option<String>,
+
+    /// The body from a file instead of the run's evidence.
+    #[arg(long, value_name = "F")]
+    pub body_file: Option<PathBuf>,
+
+    /// The issue the change fixes: the body says `Fixes #N`.
+    #[arg(long, value_name = "N")]
+    pub issue: Option<u64>,
+
+    /// The environment variable that holds the token [default: GITHUB_TOKEN, GH_TOKEN; GITEA_TOKEN].
+    #[arg(long, value_name = "VAR")]
+    pub token_env: Option<String>,
 }
 
 const RUN_EXAMPLES: &str = "\
@@ -640,6 +722,7 @@ mod tests {
                 "vouch model setup",
                 "vouch model list",
                 "vouch model serve",
+                "vouch pr",
             ]
         );
     }

@@ -13,6 +13,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod error;
+pub mod forge;
 pub mod gate;
 pub mod git;
 pub mod llama;

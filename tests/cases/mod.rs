@@ -2,6 +2,7 @@ mod agent;
 mod bite;
 mod bite_cargo;
 mod cli;
+mod forge;
 mod gate_checks;
 mod gate_go;
 mod gate_node;

@@ -1,0 +1,504 @@
+//! The REST clients of GitHub and Gitea/Forgejo: the few endpoints vouch uses, one code path with the
+//! forges' differences spelled out where they are (the auth header, listing open pull requests by head,
+//! drafts). Requests are paced ([`super::pacing`]); an answer that is not a success is a [`ForgeError`].
+//!
+//! Endpoints: `GET/POST /repos/{o}/{r}/pulls`, `GET/PATCH /repos/{o}/{r}/pulls/{n}`,
+//! `POST /repos/{o}/{r}/statuses/{sha}`, `GET/POST /repos/{o}/{r}/issues/{n}/comments`,
+//! `PATCH /repos/{o}/{r}/issues/comments/{id}`, under the API base (Gitea's is `…/api/v1`).
+
+use std::time::{Duration, Instant};
+
+use reqwest::header::{HeaderMap, ACCEPT, AUTHORIZATION, USER_AGENT};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use super::error::ForgeError;
+use super::pacing::{self, Pacer, MAX_WAIT};
+use super::{Forge, Target, Token};
+
+/// How long one request may take.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// The status context vouch posts.
+pub const STATUS_CONTEXT: &str = "vouch/gate";
+/// The hidden marker of vouch's sticky report comment.
+pub const STICKY_MARKER: &str = "<!-- vouch:gate";
+
+/// A pull request as vouch needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PullRequest {
+    pub number: u64,
+    pub url: String,
+    pub title: String,
+    /// The head branch's name.
+    pub head: String,
+}
+
+/// A pull request to open.
+#[derive(Clone, Debug)]
+pub struct NewPr {
+    pub title: String,
+    pub body: String,
+    /// The head branch (`branch`, or `owner:branch` for a fork on GitHub).
+    pub head: String,
+    pub base: String,
+    pub draft: bool,
+}
+
+/// What [`Client::open_or_update`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Opened {
+    Opened(PullRequest),
+    /// An open pull request for the head existed: its body was updated.
+    Updated(PullRequest),
+}
+
+/// The revisions of a pull request, for re-verifying it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrHead {
+    pub base_ref: String,
+    pub base_sha: String,
+    pub head_ref: String,
+    pub head_sha: String,
+    /// The clone URL of the head's repository (a fork's, for a pull request from a fork), when known.
+    pub head_clone_url: Option<String>,
+    /// `refs/pull/N/head` on GitHub and Gitea: fetchable from the base repository.
+    pub pull_ref: String,
+}
+
+/// What [`Client::post_sticky_comment`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sticky {
+    Posted(u64),
+    Edited(u64),
+    /// The last report was for this head already: nothing was posted.
+    Unchanged(u64),
+}
+
+/// One forge's API, with one token.
+#[derive(Debug)]
+pub struct Client {
+    http: reqwest::Client,
+    target: Target,
+    token: Token,
+    /// Where the token came from, for messages.
+    token_var: String,
+    pacer: Pacer,
+}
+
+impl Client {
+    pub fn new(
+        target: Target,
+        token: Token,
+        token_var: impl Into<String>,
+    ) -> Result<Client, ForgeError> {
+        let http = reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .build()
+            .map_err(|e| ForgeError::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Client {
+            http,
+            target,
+            token,
+            token_var: token_var.into(),
+            pacer: Pacer::default(),
+        })
+    }
+
+    /// A client whose token comes from the forge's variables (or `var` when given).
+    pub fn from_env(target: Target, var: Option<&str>) -> Result<Client, ForgeError> {
+        let vars: Vec<&str> = match var {
+            Some(v) => vec![v],
+            None => target.forge.token_vars().to_vec(),
+        };
+        let (token, from) = Token::from_env(&vars).ok_or_else(|| ForgeError::NoToken {
+            forge: target.forge.name(),
+            vars: vars.join(" or "),
+        })?;
+        Client::new(target, token, from)
+    }
+
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// Opens a pull request for `pr.head`, or updates the body of the open one.
+    pub async fn open_or_update(&mut self, pr: &NewPr) -> Result<Opened, ForgeError> {
+        if let Some(open) = self.find_open(&pr.head).await? {
+            return self.update_body(open, &pr.body).await.map(Opened::Updated);
+        }
+        match self.create(pr).await {
+            Ok(created) => Ok(Opened::Opened(created)),
+            Err(ForgeError::Unprocessable { message, .. })
+            | Err(ForgeError::Status {
+                status: 409,
+                message,
+                ..
+            }) if message.to_lowercase().contains("already exist") => {
+                let open = self.find_open(&pr.head).await?.ok_or_else(|| ForgeError::Protocol {
+                    forge: self.target.forge.name(),
+                    action: "opening the pull request".into(),
+                    reason: format!("it says one already exists ({message}) but lists none open for the head"),
+                })?;
+                self.update_body(open, &pr.body).await.map(Opened::Updated)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The open pull request whose head is `head` (`branch` or `owner:branch`), if any.
+    pub async fn find_open(&mut self, head: &str) -> Result<Option<PullRequest>, ForgeError> {
+        let branch = head.rsplit(':').next().unwrap_or(head);
+        let url = match self.target.forge {
+            Forge::GitHub => {
+                let qualified = if head.contains(':') {
+                    head.to_string()
+                } else {
+                    format!("{}:{head}", self.target.owner)
+                };
+                format!(
+                    "{}/pulls?state=open&head={qualified}&per_page=100",
+                    self.target.repo_url()
+                )
+            }
+            Forge::Gitea => format!("{}/pulls?state=open&limit=50", self.target.repo_url()),
+        };
+        let list = self
+            .request(Method::GET, &url, None, "listing open pull requests")
+            .await?;
+        let items = list
+            .as_array()
+            .ok_or_else(|| self.protocol("listing open pull requests", "not a list"))?;
+        for item in items {
+            let pr = self.pull_request(item, "listing open pull requests")?;
+            if pr.head == branch {
+                return Ok(Some(pr));
+            }
+        }
+        Ok(None)
+    }
+
+    async fn create(&mut self, pr: &NewPr) -> Result<PullRequest, ForgeError> {
+        let payload = match self.target.forge {
+            Forge::GitHub => json!({
+                "title": pr.title, "head": pr.head, "base": pr.base, "body": pr.body, "draft": pr.draft,
+            }),
+            // Gitea and Forgejo have no draft field: a `WIP:` title prefix is their draft.
+            Forge::Gitea => json!({
+                "title": if pr.draft { format!("WIP: {}", pr.title) } else { pr.title.clone() },
+                "head": pr.head, "base": pr.base, "body": pr.body,
+            }),
+        };
+        let url = format!("{}/pulls", self.target.repo_url());
+        let v = self
+            .request(
+                Method::POST,
+                &url,
+                Some(payload),
+                "opening the pull request",
+            )
+            .await?;
+        self.pull_request(&v, "opening the pull request")
+    }
+
+    async fn update_body(
+        &mut self,
+        pr: PullRequest,
+        body: &str,
+    ) -> Result<PullRequest, ForgeError> {
+        let url = format!("{}/pulls/{}", self.target.repo_url(), pr.number);
+        let action = format!("updating pull request #{}", pr.number);
+        let v = self
+            .request(Method::PATCH, &url, Some(json!({ "body": body })), &action)
+            .await?;
+        self.pull_request(&v, &action).or(Ok(pr))
+    }
+
+    /// The base and head of pull request `number`.
+    pub async fn fetch_pr(&mut self, number: u64) -> Result<PrHead, ForgeError> {
+        let url = format!("{}/pulls/{number}", self.target.repo_url());
+        let action = format!("reading pull request #{number}");
+        let v = self.request(Method::GET, &url, None, &action).await?;
+        let s = |ptr: &str| v.pointer(ptr).and_then(Value::as_str).map(str::to_string);
+        let need = |ptr: &str| s(ptr).ok_or_else(|| self.protocol(&action, &format!("no {ptr}")));
+        Ok(PrHead {
+            base_ref: need("/base/ref")?,
+            base_sha: need("/base/sha")?,
+            head_ref: need("/head/ref")?,
+            head_sha: need("/head/sha")?,
+            head_clone_url: s("/head/repo/clone_url"),
+            pull_ref: format!("refs/pull/{number}/head"),
+        })
+    }
+
+    /// Posts the `vouch/gate` commit status on `sha`.
+    pub async fn post_status(
+        &mut self,
+        sha: &str,
+        success: bool,
+        description: &str,
+    ) -> Result<(), ForgeError> {
+        let url = format!("{}/statuses/{sha}", self.target.repo_url());
+        let description: String = description.chars().take(140).collect();
+        let payload = json!({
+            "state": if success { "success" } else { "failure" },
+            "context": STATUS_CONTEXT,
+            "description": description,
+        });
+        self.request(
+            Method::POST,
+            &url,
+            Some(payload),
+            "posting the commit status",
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Posts the report as one sticky comment on pull request `number`: the comment with vouch's marker is
+    /// edited, or one is posted; nothing is posted when the last report was for `head_sha` already.
+    pub async fn post_sticky_comment(
+        &mut self,
+        number: u64,
+        head_sha: &str,
+        report: &str,
+    ) -> Result<Sticky, ForgeError> {
+        let marker = format!("{STICKY_MARKER} head={head_sha} -->");
+        let repo = self.target.repo_url();
+        let action = format!("reading the comments of #{number}");
+        let list = self
+            .request(
+                Method::GET,
+                &format!("{repo}/issues/{number}/comments?per_page=100"),
+                None,
+                &action,
+            )
+            .await?;
+        let existing = list.as_array().into_iter().flatten().find_map(|c| {
+            let body = c.get("body")?.as_str()?;
+            body.contains(STICKY_MARKER)
+                .then(|| (c.get("id").and_then(Value::as_u64), body.contains(&marker)))
+        });
+        let body = format!("{marker}\n{report}");
+        match existing {
+            Some((Some(id), true)) => Ok(Sticky::Unchanged(id)),
+            Some((Some(id), false)) => {
+                let url = format!("{repo}/issues/comments/{id}");
+                self.request(
+                    Method::PATCH,
+                    &url,
+                    Some(json!({ "body": body })),
+                    "editing the report comment",
+                )
+                .await?;
+                Ok(Sticky::Edited(id))
+            }
+            _ => {
+                let url = format!("{repo}/issues/{number}/comments");
+                let v = self
+                    .request(
+                        Method::POST,
+                        &url,
+                        Some(json!({ "body": body })),
+                        "posting the report comment",
+                    )
+                    .await?;
+                Ok(Sticky::Posted(
+                    v.get("id").and_then(Value::as_u64).unwrap_or(0),
+                ))
+            }
+        }
+    }
+
+    fn pull_request(&self, v: &Value, action: &str) -> Result<PullRequest, ForgeError> {
+        let number = v
+            .get("number")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| self.protocol(action, "no number"))?;
+        let s = |ptr: &str| {
+            v.pointer(ptr)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        Ok(PullRequest {
+            number,
+            url: s("/html_url"),
+            title: s("/title"),
+            head: s("/head/ref"),
+        })
+    }
+
+    fn protocol(&self, action: &str, reason: &str) -> ForgeError {
+        ForgeError::Protocol {
+            forge: self.target.forge.name(),
+            action: action.to_string(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// One request, paced, retried once when the forge asks to wait (within [`MAX_WAIT`]).
+    async fn request(
+        &mut self,
+        method: Method,
+        url: &str,
+        body: Option<Value>,
+        action: &str,
+    ) -> Result<Value, ForgeError> {
+        let write = method != Method::GET;
+        let forge = self.target.forge.name();
+        for attempt in 0..2 {
+            let delay = self.pacer.delay(write, Instant::now());
+            if !delay.is_zero() {
+                tracing::info!(?delay, "pacing {forge} requests");
+                tokio::time::sleep(delay).await;
+            }
+            let auth = match self.target.forge {
+                Forge::GitHub => format!("Bearer {}", self.token.reveal()),
+                Forge::Gitea => format!("token {}", self.token.reveal()),
+            };
+            let mut req = self
+                .http
+                .request(method.clone(), url)
+                .header(AUTHORIZATION, auth)
+                .header(USER_AGENT, concat!("vouch/", env!("CARGO_PKG_VERSION")));
+            req = match self.target.forge {
+                Forge::GitHub => req
+                    .header(ACCEPT, "application/vnd.github+json")
+                    .header("X-GitHub-Api-Version", "2022-11-28"),
+                Forge::Gitea => req.header(ACCEPT, "application/json"),
+            };
+            if let Some(b) = &body {
+                req = req.json(b);
+            }
+            tracing::debug!(%method, url, "{forge} request");
+            self.pacer.sent(write, Instant::now());
+            let resp = req.send().await.map_err(|e| ForgeError::Network {
+                forge,
+                api: self.target.api.clone(),
+                action: action.to_string(),
+                reason: e.without_url().to_string(),
+            })?;
+            let status = resp.status().as_u16();
+            let wait = header_wait(status, resp.headers());
+            if let Some(w) = wait {
+                self.pacer.back_off(w, Instant::now());
+            }
+            let text = resp.text().await.map_err(|e| ForgeError::Network {
+                forge,
+                api: self.target.api.clone(),
+                action: action.to_string(),
+                reason: e.without_url().to_string(),
+            })?;
+            if (200..300).contains(&status) {
+                if text.trim().is_empty() {
+                    return Ok(Value::Null);
+                }
+                return serde_json::from_str(&text)
+                    .map_err(|e| self.protocol(action, &format!("not JSON: {e}")));
+            }
+            let retryable = matches!(status, 403 | 429) && wait.is_some_and(|w| w <= MAX_WAIT);
+            if attempt == 0 && retryable {
+                continue;
+            }
+            return Err(self.status_error(status, &text, action));
+        }
+        Err(self.protocol(action, "rate limited twice"))
+    }
+
+    fn status_error(&self, status: u16, text: &str, action: &str) -> ForgeError {
+        let forge = self.target.forge.name();
+        let message = error_message(text);
+        let repo = format!("{}/{}", self.target.owner, self.target.repo);
+        match status {
+            401 => ForgeError::Unauthorized {
+                forge,
+                var: self.token_var.clone(),
+            },
+            403 => {
+                let scope = match self.target.forge {
+                    Forge::GitHub => {
+                        "classic: repo; fine-grained: contents and pull requests, read and write"
+                    }
+                    Forge::Gitea => "write:repository",
+                };
+                let said = if message.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {message}")
+                };
+                ForgeError::Forbidden {
+                    forge,
+                    action: action.to_string(),
+                    var: self.token_var.clone(),
+                    detail: format!("lacks the scope it needs ({scope}) or access to {repo}{said}"),
+                }
+            }
+            404 => ForgeError::NotFound {
+                forge,
+                what: format!("{repo} ({action})"),
+            },
+            422 => ForgeError::Unprocessable {
+                forge,
+                action: action.to_string(),
+                message,
+            },
+            _ => ForgeError::Status {
+                forge,
+                action: action.to_string(),
+                status,
+                message,
+            },
+        }
+    }
+}
+
+/// The wait the headers of an answer ask for.
+fn header_wait(status: u16, headers: &HeaderMap) -> Option<Duration> {
+    let h = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    pacing::wait_from_headers(
+        status,
+        h("retry-after"),
+        h("x-ratelimit-remaining"),
+        h("x-ratelimit-reset"),
+        pacing::now_epoch(),
+    )
+}
+
+/// The message of an error answer: `message` and GitHub's `errors[].message`, or the text itself, short.
+fn error_message(text: &str) -> String {
+    let Ok(v) = serde_json::from_str::<Value>(text) else {
+        return text.chars().take(300).collect();
+    };
+    let mut parts: Vec<String> = v
+        .get("message")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .into_iter()
+        .collect();
+    for e in v
+        .get("errors")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(m) = e.get("message").and_then(Value::as_str) {
+            parts.push(m.to_string());
+        }
+    }
+    parts.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_answers_give_their_message() {
+        let text = r#"{"message":"Validation Failed","errors":[{"message":"A pull request already exists for o:b."}]}"#;
+        assert_eq!(
+            error_message(text),
+            "Validation Failed: A pull request already exists for o:b."
+        );
+        assert_eq!(error_message("plain"), "plain");
+    }
+}

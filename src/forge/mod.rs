@@ -1,0 +1,289 @@
+//! Forges: where a pushed branch becomes a pull request. Which forge and repository a remote belongs to
+//! ([`Target`], from its URL or from explicit settings), the token from the environment ([`Token`], never
+//! printed), the REST clients of GitHub and Gitea/Forgejo ([`client`]), the pull-request body ([`body`]), the
+//! pacing under the forges' rate limits ([`pacing`]), the typed errors ([`error`]) and the push ([`push`]).
+
+pub mod body;
+pub mod client;
+pub mod error;
+pub mod pacing;
+pub mod push;
+
+use std::fmt;
+
+pub use client::{Client, PrHead, PullRequest};
+pub use error::ForgeError;
+
+/// The GitHub API of github.com.
+pub const GITHUB_API: &str = "https://api.github.com";
+
+/// A forge's kind: its API paths, its auth header and its conventions (drafts) differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Forge {
+    #[value(name = "github")]
+    GitHub,
+    /// Gitea and Forgejo share one API.
+    Gitea,
+}
+
+impl Forge {
+    pub fn name(self) -> &'static str {
+        match self {
+            Forge::GitHub => "github",
+            Forge::Gitea => "gitea",
+        }
+    }
+
+    /// The environment variables a token is read from, first found wins.
+    pub fn token_vars(self) -> &'static [&'static str] {
+        match self {
+            Forge::GitHub => &["GITHUB_TOKEN", "GH_TOKEN"],
+            Forge::Gitea => &["GITEA_TOKEN"],
+        }
+    }
+
+    /// The user name sent with the token over HTTPS (the forges check the token, not the name).
+    pub fn git_user(self) -> &'static str {
+        match self {
+            Forge::GitHub => "x-access-token",
+            Forge::Gitea => "oauth2",
+        }
+    }
+}
+
+/// One repository on one forge, and the API that serves it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub forge: Forge,
+    pub owner: String,
+    pub repo: String,
+    /// The API base without a trailing slash: `https://api.github.com`, `https://ghe.example/api/v3`,
+    /// `https://codeberg.org/api/v1`.
+    pub api: String,
+}
+
+/// What the user said explicitly; anything left out comes from the remote's URL.
+#[derive(Clone, Debug, Default)]
+pub struct Explicit {
+    pub forge: Option<Forge>,
+    /// `OWNER/REPO`.
+    pub repo: Option<String>,
+    /// GitHub: the API base (`https://ghe.example/api/v3`). Gitea: the server (`/api/v1` is added).
+    pub api_url: Option<String>,
+}
+
+/// The host and `owner/repo` path of a remote URL: `https://host/o/r(.git)`, `ssh://git@host/o/r`,
+/// `git@host:o/r.git`. `None` for a local path or a URL without an owner and a repository.
+pub fn parse_remote(url: &str) -> Option<(String, String, String)> {
+    let (host, path) = if let Some((scheme, rest)) = url.split_once("://") {
+        if scheme == "file" {
+            return None;
+        }
+        let (authority, path) = rest.split_once('/')?;
+        let host = authority.rsplit('@').next()?;
+        let host = host.split(':').next()?;
+        (host.to_string(), path.to_string())
+    } else if let Some((authority, path)) = url.split_once(':') {
+        if authority.contains('/') || path.starts_with("//") || authority.is_empty() {
+            return None;
+        }
+        let host = authority.rsplit('@').next()?;
+        (host.to_string(), path.to_string())
+    } else {
+        return None;
+    };
+    let path = path.trim_matches('/');
+    let path = path.strip_suffix(".git").unwrap_or(path);
+    let (owner, repo) = path.rsplit_once('/')?;
+    let owner = owner.rsplit('/').next()?;
+    if host.is_empty() || owner.is_empty() || repo.is_empty() {
+        return None;
+    }
+    Some((host, owner.to_string(), repo.to_string()))
+}
+
+/// Splits `OWNER/REPO`.
+pub fn parse_repo(spec: &str) -> Result<(String, String), ForgeError> {
+    match spec.split_once('/') {
+        Some((o, r)) if !o.is_empty() && !r.is_empty() && !r.contains('/') => {
+            Ok((o.to_string(), r.to_string()))
+        }
+        _ => Err(ForgeError::Config(format!("`{spec}` is not OWNER/REPO"))),
+    }
+}
+
+impl Target {
+    /// The target from explicit settings, completed from the remote's URL.
+    pub fn resolve(remote_url: Option<&str>, explicit: &Explicit) -> Result<Target, ForgeError> {
+        let parsed = remote_url.and_then(parse_remote);
+        let forge = match (explicit.forge, &parsed) {
+            (Some(f), _) => f,
+            (None, Some((host, _, _))) if host == "github.com" => Forge::GitHub,
+            (None, Some((host, _, _)))
+                if host == "codeberg.org" || host.contains("gitea") || host.contains("forgejo") =>
+            {
+                Forge::Gitea
+            }
+            _ => {
+                return Err(ForgeError::Config(format!(
+                    "cannot tell the forge from the remote {}; say --forge github|gitea",
+                    remote_url
+                        .map_or_else(|| "(none)".to_string(), |u| format!("`{}`", redact_url(u)))
+                )))
+            }
+        };
+        let (owner, repo) = match (&explicit.repo, &parsed) {
+            (Some(spec), _) => parse_repo(spec)?,
+            (None, Some((_, o, r))) => (o.clone(), r.clone()),
+            (None, None) => {
+                return Err(ForgeError::Config(
+                    "cannot tell the repository from the remote; say --forge-repo OWNER/REPO"
+                        .into(),
+                ))
+            }
+        };
+        let api = match (&explicit.api_url, &parsed) {
+            (Some(url), _) => api_base(forge, url),
+            (None, Some((host, _, _))) => match forge {
+                Forge::GitHub if host == "github.com" => GITHUB_API.to_string(),
+                Forge::GitHub => format!("https://{host}/api/v3"),
+                Forge::Gitea => format!("https://{host}/api/v1"),
+            },
+            (None, None) if forge == Forge::GitHub => GITHUB_API.to_string(),
+            (None, None) => {
+                return Err(ForgeError::Config(
+                    "cannot tell the Gitea server from the remote; say --api-url URL".into(),
+                ))
+            }
+        };
+        Ok(Target {
+            forge,
+            owner,
+            repo,
+            api,
+        })
+    }
+
+    /// `/repos/OWNER/REPO` under the API base.
+    pub fn repo_url(&self) -> String {
+        format!("{}/repos/{}/{}", self.api, self.owner, self.repo)
+    }
+}
+
+/// The API base an `--api-url` names: as given for GitHub, with `/api/v1` for Gitea unless it has it.
+fn api_base(forge: Forge, url: &str) -> String {
+    let url = url.trim_end_matches('/');
+    match forge {
+        Forge::Gitea if !url.ends_with("/api/v1") => format!("{url}/api/v1"),
+        _ => url.to_string(),
+    }
+}
+
+/// A URL without its user information (`https://user:secret@host/x` → `https://host/x`), for messages.
+pub fn redact_url(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+            let host = authority.rsplit('@').next().unwrap_or(authority);
+            if path.is_empty() && !rest.contains('/') {
+                format!("{scheme}://{host}")
+            } else {
+                format!("{scheme}://{host}/{path}")
+            }
+        }
+        None => url.to_string(),
+    }
+}
+
+/// An API token. It is never printed: `Debug` and `Display` show `***`, and only [`Token::reveal`] gives
+/// the text, for the auth header and the credential callback.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+impl Token {
+    pub fn new(text: impl Into<String>) -> Token {
+        Token(text.into())
+    }
+
+    /// The token from the first of `vars` that is set and not empty, with the variable's name.
+    pub fn from_env(vars: &[&str]) -> Option<(Token, String)> {
+        vars.iter().find_map(|v| {
+            std::env::var(v)
+                .ok()
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+                .map(|t| (Token(t), v.to_string()))
+        })
+    }
+
+    pub fn reveal(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Token(***)")
+    }
+}
+
+impl fmt::Display for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remotes_parse_in_every_spelling() {
+        let want = Some(("github.com".to_string(), "o".to_string(), "r".to_string()));
+        assert_eq!(parse_remote("https://github.com/o/r.git"), want);
+        assert_eq!(parse_remote("https://user:pw@github.com/o/r"), want);
+        assert_eq!(parse_remote("ssh://git@github.com:22/o/r.git"), want);
+        assert_eq!(parse_remote("git@github.com:o/r.git"), want);
+        assert_eq!(parse_remote("/srv/git/r.git"), None);
+        assert_eq!(parse_remote("file:///srv/git/o/r.git"), None);
+        assert_eq!(parse_remote("https://github.com/r"), None);
+    }
+
+    #[test]
+    fn targets_come_from_the_remote_or_explicit_settings() {
+        let t = Target::resolve(Some("git@github.com:o/r.git"), &Explicit::default()).unwrap();
+        assert_eq!((t.forge, t.api.as_str()), (Forge::GitHub, GITHUB_API));
+        assert_eq!(t.repo_url(), "https://api.github.com/repos/o/r");
+        let t = Target::resolve(Some("https://codeberg.org/a/b"), &Explicit::default()).unwrap();
+        assert_eq!(
+            (t.forge, t.api.as_str()),
+            (Forge::Gitea, "https://codeberg.org/api/v1")
+        );
+        let explicit = Explicit {
+            forge: Some(Forge::Gitea),
+            repo: Some("x/y".into()),
+            api_url: Some("http://127.0.0.1:3000/".into()),
+        };
+        let t = Target::resolve(Some("/tmp/bare.git"), &explicit).unwrap();
+        assert_eq!(t.repo_url(), "http://127.0.0.1:3000/api/v1/repos/x/y");
+        let explicit = Explicit {
+            forge: Some(Forge::GitHub),
+            repo: None,
+            api_url: Some("https://ghe.example/api/v3".into()),
+        };
+        let t = Target::resolve(Some("https://ghe.example/o/r"), &explicit).unwrap();
+        assert_eq!(t.repo_url(), "https://ghe.example/api/v3/repos/o/r");
+        let err =
+            Target::resolve(Some("https://git.example/o/r"), &Explicit::default()).unwrap_err();
+        assert!(err.to_string().contains("--forge"), "{err}");
+        assert!(parse_repo("nope").is_err());
+    }
+
+    #[test]
+    fn tokens_and_urls_never_show_secrets() {
+        let t = Token::new("s3cret");
+        assert_eq!(format!("{t} {t:?}"), "*** Token(***)");
+        assert_eq!(redact_url("https://u:s3cret@h/o/r"), "https://h/o/r");
+        assert_eq!(redact_url("https://h"), "https://h");
+    }
+}

@@ -1,0 +1,199 @@
+//! Pushing a branch with git2. Over HTTP(S) the token comes from the environment through the credential
+//! callback, never from or into a URL, the repository's config or a log; over SSH the agent is asked. The
+//! push is leased on the remote's branch as observed just before: when it holds commits the local branch
+//! does not contain (commits vouch did not make), nothing is pushed; and the refspec is not forced, so a
+//! remote that moves between the look and the push refuses the update rather than losing those commits.
+
+use std::cell::{Cell, RefCell};
+use std::path::Path;
+
+use git2::{
+    Cred, CredentialType, Direction, Oid, PushOptions, Remote, RemoteCallbacks, Repository,
+};
+use thiserror::Error;
+
+use super::{redact_url, Token};
+
+/// The credentials a push may use.
+#[derive(Clone, Debug, Default)]
+pub struct Credentials {
+    /// The token and the variable it came from (for messages).
+    pub token: Option<(Token, String)>,
+    /// The user name sent with the token when the URL has none.
+    pub user: String,
+}
+
+/// What a push did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pushed {
+    /// The remote had no such branch.
+    Created { sha: Oid },
+    /// The remote branch moved forward from `from`.
+    Updated { from: Oid, to: Oid },
+    /// The remote branch was at the local commit already.
+    UpToDate { sha: Oid },
+}
+
+impl Pushed {
+    pub fn sha(&self) -> Oid {
+        match self {
+            Pushed::Created { sha }
+            | Pushed::UpToDate { sha }
+            | Pushed::Updated { to: sha, .. } => *sha,
+        }
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum PushError {
+    /// The remote branch has commits the local branch does not contain.
+    #[error("the remote branch {branch} is at {remote}, which has commits vouch did not make (not in the local branch); nothing was pushed. Pull them into the branch, or push under another name")]
+    Lease { branch: String, remote: String },
+    /// The remote refused the update (a push that is not a fast-forward, a protected branch, a hook).
+    #[error("the remote refused {refname}: {message}")]
+    Rejected { refname: String, message: String },
+    /// The remote asked for credentials vouch does not have or it refused them.
+    #[error("{0}")]
+    Auth(String),
+    #[error("no local branch {0}")]
+    NoBranch(String),
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+}
+
+/// Pushes the local branch `branch` to `remote_branch` on `remote` (a remote's name or a URL).
+pub fn push(
+    repo_dir: &Path,
+    remote: &str,
+    branch: &str,
+    remote_branch: &str,
+    creds: &Credentials,
+) -> Result<Pushed, PushError> {
+    let repo = Repository::open(repo_dir)?;
+    let local = repo
+        .find_branch(branch, git2::BranchType::Local)
+        .map_err(|_| PushError::NoBranch(branch.to_string()))?
+        .get()
+        .peel_to_commit()?
+        .id();
+    let mut remote = open_remote(&repo, remote)?;
+    let dst = format!("refs/heads/{remote_branch}");
+    let observed = {
+        let auth_failed = Cell::new(None);
+        let callbacks = callbacks(creds, &auth_failed);
+        let conn = remote.connect_auth(Direction::Push, Some(callbacks), None);
+        let conn = match conn {
+            Ok(c) => c,
+            Err(e) => {
+                return Err(auth_failed
+                    .take()
+                    .map_or(PushError::Git(e), PushError::Auth))
+            }
+        };
+        let observed = conn
+            .list()?
+            .iter()
+            .find(|h| h.name() == dst)
+            .map(|h| h.oid());
+        observed
+    };
+    if let Some(seen) = observed {
+        if seen == local {
+            return Ok(Pushed::UpToDate { sha: local });
+        }
+        let contained = repo.find_commit(seen).is_ok() && repo.graph_descendant_of(local, seen)?;
+        if !contained {
+            return Err(PushError::Lease {
+                branch: remote_branch.to_string(),
+                remote: seen.to_string(),
+            });
+        }
+    }
+    let rejected = RefCell::new(None);
+    let auth_failed = Cell::new(None);
+    let mut callbacks = callbacks(creds, &auth_failed);
+    callbacks.push_update_reference(|refname, status| {
+        if let Some(message) = status {
+            *rejected.borrow_mut() = Some(PushError::Rejected {
+                refname: refname.to_string(),
+                message: message.to_string(),
+            });
+        }
+        Ok(())
+    });
+    let mut opts = PushOptions::new();
+    opts.remote_callbacks(callbacks);
+    // Not forced (no leading `+`): the remote itself refuses anything but a fast-forward of what we saw.
+    let refspec = format!("refs/heads/{branch}:{dst}");
+    if let Err(e) = remote.push(&[refspec.as_str()], Some(&mut opts)) {
+        return Err(auth_failed
+            .take()
+            .map_or(PushError::Git(e), PushError::Auth));
+    }
+    drop(opts);
+    if let Some(e) = rejected.into_inner() {
+        return Err(e);
+    }
+    Ok(match observed {
+        Some(from) => Pushed::Updated { from, to: local },
+        None => Pushed::Created { sha: local },
+    })
+}
+
+/// The URL a remote name or URL stands for, without user information, for messages.
+pub fn remote_url(repo_dir: &Path, remote: &str) -> Option<String> {
+    let repo = Repository::open(repo_dir).ok()?;
+    let url = match repo.find_remote(remote) {
+        Ok(r) => r.url()?.to_string(),
+        Err(_) => remote.to_string(),
+    };
+    Some(redact_url(&url))
+}
+
+fn open_remote<'r>(repo: &'r Repository, remote: &str) -> Result<Remote<'r>, PushError> {
+    match repo.find_remote(remote) {
+        Ok(r) => Ok(r),
+        Err(_) if remote.contains('/') || remote.contains(':') => {
+            Ok(repo.remote_anonymous(remote)?)
+        }
+        Err(e) => Err(PushError::Git(e)),
+    }
+}
+
+/// The credential callback: the token once over HTTP(S), the SSH agent once, then a clear error (libgit2
+/// asks again after a refusal; asking forever would hang).
+fn callbacks<'a>(creds: &'a Credentials, failed: &'a Cell<Option<String>>) -> RemoteCallbacks<'a> {
+    let mut callbacks = RemoteCallbacks::new();
+    let tries = Cell::new(0u32);
+    callbacks.credentials(move |url, user_from_url, allowed| {
+        tries.set(tries.get() + 1);
+        let url = redact_url(url);
+        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) {
+            let Some((token, var)) = &creds.token else {
+                let msg = format!(
+                    "{url} asks for credentials and no token is set (see `vouch pr --help`)"
+                );
+                failed.set(Some(msg.clone()));
+                return Err(git2::Error::from_str(&msg));
+            };
+            if tries.get() > 1 {
+                let msg = format!(
+                    "{url} refused the token from {var} (wrong, expired or without push access)"
+                );
+                failed.set(Some(msg.clone()));
+                return Err(git2::Error::from_str(&msg));
+            }
+            return Cred::userpass_plaintext(user_from_url.unwrap_or(&creds.user), token.reveal());
+        }
+        if allowed.contains(CredentialType::SSH_KEY) && tries.get() <= 1 {
+            return Cred::ssh_key_from_agent(user_from_url.unwrap_or("git"));
+        }
+        if allowed.contains(CredentialType::DEFAULT) && tries.get() <= 1 {
+            return Cred::default();
+        }
+        let msg = format!("{url} refused the credentials vouch has");
+        failed.set(Some(msg.clone()));
+        Err(git2::Error::from_str(&msg))
+    });
+    callbacks
+}

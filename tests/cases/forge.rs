@@ -1,0 +1,634 @@
+//! `vouch pr`: real pushes (a bare repository on disk, and a smart-HTTP server the test starts in front of
+//! `git http-backend` that checks the token), and pull requests against a scripted GitHub/Gitea API that
+//! records every request. A recognisable fake token is used throughout and must appear nowhere.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+use crate::util::{git_env, Repo, Run};
+
+const TOKEN: &str = "vouch-fake-token-5e1f9a2c";
+
+/// One request the scripted forge saw.
+#[derive(Clone, Debug)]
+struct Seen {
+    method: String,
+    path: String,
+    auth: Option<String>,
+    json: Value,
+}
+
+#[derive(Default)]
+struct ForgeState {
+    seen: Vec<Seen>,
+    prs: Vec<Value>,
+    /// An error answer for every creating request: status and message.
+    fail: Option<(u16, String)>,
+}
+
+/// A scripted forge API on a local port: GitHub's paths, or Gitea's under `/api/v1`.
+struct FakeForge {
+    url: String,
+    state: Arc<Mutex<ForgeState>>,
+}
+
+impl FakeForge {
+    fn start() -> FakeForge {
+        let state = Arc::new(Mutex::new(ForgeState::default()));
+        let app = axum::Router::new()
+            .fallback(forge_handler)
+            .with_state(state.clone());
+        let url = serve(app);
+        FakeForge { url, state }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.state.lock().unwrap().seen.clone()
+    }
+
+    fn fail(&self, status: u16, message: &str) {
+        self.state.lock().unwrap().fail = Some((status, message.to_string()));
+    }
+}
+
+/// Serves `app` on a free local port from a thread of its own; the URL.
+fn serve(app: axum::Router) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    url
+}
+
+async fn forge_handler(
+    State(state): State<Arc<Mutex<ForgeState>>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let mut st = state.lock().unwrap();
+    let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let full = uri
+        .path_and_query()
+        .map(|p| p.to_string())
+        .unwrap_or_default();
+    st.seen.push(Seen {
+        method: method.to_string(),
+        path: full.clone(),
+        auth: headers
+            .get("authorization")
+            .map(|v| v.to_str().unwrap().to_string()),
+        json: json.clone(),
+    });
+    let path = uri.path().trim_start_matches("/api/v1");
+    let Some(rest) = path.strip_prefix("/repos/o/r/pulls") else {
+        return (
+            StatusCode::NOT_FOUND,
+            axum::Json(json!({"message": "Not Found"})),
+        )
+            .into_response();
+    };
+    if method != Method::GET {
+        if let Some((status, message)) = st.fail.clone() {
+            let status = StatusCode::from_u16(status).unwrap();
+            return (status, axum::Json(json!({"message": message}))).into_response();
+        }
+    }
+    match (method.as_str(), rest) {
+        ("GET", "") => axum::Json(Value::Array(st.prs.clone())).into_response(),
+        ("POST", "") => {
+            let number = st.prs.len() as u64 + 1;
+            let pr = json!({
+                "number": number,
+                "html_url": format!("https://forge.example/o/r/pull/{number}"),
+                "title": json["title"],
+                "body": json["body"],
+                "head": {"ref": json["head"]},
+            });
+            st.prs.push(pr.clone());
+            (StatusCode::CREATED, axum::Json(pr)).into_response()
+        }
+        ("PATCH", n) => {
+            let n: u64 = n.trim_start_matches('/').parse().unwrap();
+            let pr = st.prs.iter_mut().find(|p| p["number"] == n).unwrap();
+            pr["body"] = json["body"].clone();
+            axum::Json(pr.clone()).into_response()
+        }
+        _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+    }
+}
+
+/// A repository with `origin` a bare repository holding `main`, and branch `vouch/t` one commit ahead,
+/// with the run's records of a verified run (the repository stands in for the workspace).
+struct Fixture {
+    repo: Repo,
+    bare: PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let repo = Repo::with_files(&[("README.md", "hello\n"), (".gitignore", ".vouch/\n")]);
+    let bare = repo.tmp.path().join("remote.git");
+    git(
+        repo.tmp.path(),
+        &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+    );
+    repo.git(&["remote", "add", "origin", bare.to_str().unwrap()]);
+    repo.git(&["push", "-q", "origin", "main"]);
+    repo.git(&["checkout", "-q", "-b", "vouch/t"]);
+    repo.write("src.txt", "the fix\n");
+    let commit = repo.commit("fix add");
+    repo.git(&["checkout", "-q", "main"]);
+    records(&repo, "verified", &commit);
+    Fixture { repo, bare }
+}
+
+fn records(repo: &Repo, status: &str, commit: &str) {
+    let report = json!({
+        "task": "t", "title": "Fix add for negatives", "status": status, "stop_reason": "submitted",
+        "claimed": null, "summary": "Handled negative numbers.", "gate": null, "branch": "vouch/t",
+        "base": commit, "commit": commit, "workspace": repo.dir.display().to_string(), "turns": 3,
+        "max_turns": 40, "tokens": {"prompt": 1, "cached": 0, "completion": 1}, "repairs": 0,
+        "error": null, "duration_ms": 5
+    });
+    let dir = repo
+        .data()
+        .join("runs")
+        .join(vouch::agent::records::repo_key(&repo.dir).unwrap())
+        .join("t");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("report.json"), report.to_string()).unwrap();
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .envs(git_env())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+impl Fixture {
+    fn pr(&self, forge: &FakeForge, kind: &str, extra: &[&str]) -> Run {
+        self.pr_env(
+            forge,
+            kind,
+            extra,
+            &[("GITHUB_TOKEN", TOKEN), ("GITEA_TOKEN", TOKEN)],
+        )
+    }
+
+    fn pr_env(&self, forge: &FakeForge, kind: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
+        let ws = self.repo.dir.to_str().unwrap().to_string();
+        let mut args = vec![
+            "-vv",
+            "pr",
+            &ws,
+            "--task",
+            "t",
+            "--forge",
+            kind,
+            "--forge-repo",
+            "o/r",
+            "--api-url",
+            &forge.url,
+        ];
+        args.extend_from_slice(extra);
+        let run = self.repo.vouch_env(
+            &args,
+            &[("GH_TOKEN", ""), ("GITHUB_TOKEN", ""), ("GITEA_TOKEN", "")]
+                .iter()
+                .copied()
+                .filter(|(k, _)| !env.iter().any(|(e, _)| e == k))
+                .chain(env.iter().copied())
+                .collect::<Vec<_>>(),
+        );
+        assert_no_token(&run);
+        run
+    }
+
+    fn remote_sha(&self, branch: &str) -> String {
+        git(&self.bare, &["rev-parse", branch])
+    }
+}
+
+fn assert_no_token(run: &Run) {
+    for (name, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+        assert!(
+            !text.contains(TOKEN),
+            "the token leaked into {name}:\n{text}"
+        );
+    }
+}
+
+/// Every file under `dir` that holds the token.
+fn files_with_token(dir: &Path) -> Vec<PathBuf> {
+    crate::util::snapshot_dir(dir)
+        .into_iter()
+        .filter(|(_, bytes)| String::from_utf8_lossy(bytes).contains(TOKEN))
+        .map(|(p, _)| p)
+        .collect()
+}
+
+#[test]
+fn github_pull_request_is_opened_then_updated() {
+    let f = fixture();
+    f.repo.git(&["checkout", "-q", "vouch/t"]);
+    f.repo.write(
+        ".github/pull_request_template.md",
+        "## Checklist\n\n- [ ] reviewed\n",
+    );
+    let tip = f.repo.commit("template");
+    f.repo.git(&["checkout", "-q", "main"]);
+    let forge = FakeForge::start();
+
+    let run = f.pr(&forge, "github", &[]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("pushed vouch/t") && run.stdout.contains("opened pull request #1"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(f.remote_sha("vouch/t"), tip);
+    let seen = forge.seen();
+    let post = seen.iter().find(|s| s.method == "POST").unwrap();
+    assert_eq!(post.path, "/repos/o/r/pulls");
+    assert_eq!(
+        post.auth.as_deref(),
+        Some(format!("Bearer {TOKEN}").as_str())
+    );
+    assert_eq!(post.json["head"], "vouch/t");
+    assert_eq!(post.json["base"], "main");
+    assert_eq!(post.json["title"], "Fix add for negatives");
+    assert_eq!(post.json["draft"], false);
+    let body = post.json["body"].as_str().unwrap();
+    assert!(
+        body.starts_with("## Checklist\n\n- [ ] reviewed"),
+        "template first: {body}"
+    );
+    assert!(
+        body.contains("verified") && body.contains("Handled negative numbers."),
+        "{body}"
+    );
+    let list = &seen[0];
+    assert_eq!(
+        (list.method.as_str(), list.path.as_str()),
+        (
+            "GET",
+            "/repos/o/r/pulls?state=open&head=o:vouch/t&per_page=100"
+        )
+    );
+
+    // A second run updates the open pull request's body instead of opening another.
+    let run = f.pr(&forge, "github", &["--issue", "12"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("up to date")
+            && run.stdout.contains("updated the body of pull request #1"),
+        "{}",
+        run.stdout
+    );
+    let seen = forge.seen();
+    assert_eq!(
+        seen.iter().filter(|s| s.method == "POST").count(),
+        1,
+        "{seen:?}"
+    );
+    let patch = seen.iter().find(|s| s.method == "PATCH").unwrap();
+    assert_eq!(patch.path, "/repos/o/r/pulls/1");
+    assert!(patch.json["body"].as_str().unwrap().contains("Fixes #12"));
+    let records = f
+        .repo
+        .data()
+        .join("runs")
+        .join(vouch::agent::records::repo_key(&f.repo.dir).unwrap())
+        .join("t");
+    assert!(records.join("pr.md").exists());
+    assert!(!f.repo.dir.join(".vouch").exists());
+    assert_eq!(files_with_token(f.repo.tmp.path()), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn gitea_drafts_by_a_wip_title() {
+    let f = fixture();
+    records(&f.repo, "rejected", &f.repo.git(&["rev-parse", "vouch/t"]));
+    let forge = FakeForge::start();
+    let run = f.pr(&forge, "gitea", &[]);
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("not verified") && run.stderr.contains("--draft"),
+        "{}",
+        run.stderr
+    );
+    assert!(forge.seen().is_empty());
+
+    let run = f.pr(&forge, "gitea", &["--draft", "--title", "Try"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let post = forge
+        .seen()
+        .into_iter()
+        .find(|s| s.method == "POST")
+        .unwrap();
+    assert_eq!(post.path, "/api/v1/repos/o/r/pulls");
+    assert_eq!(
+        post.auth.as_deref(),
+        Some(format!("token {TOKEN}").as_str())
+    );
+    assert_eq!(post.json["title"], "WIP: Try");
+    assert!(post.json.get("draft").is_none(), "{}", post.json);
+}
+
+#[test]
+fn forge_errors_say_what_to_do_and_keep_the_body() {
+    let f = fixture();
+    let forge = FakeForge::start();
+    let cases = [
+        (
+            401,
+            "Bad credentials",
+            "rejected the token from GITHUB_TOKEN",
+        ),
+        (
+            403,
+            "Resource not accessible by integration",
+            "lacks the scope",
+        ),
+        (404, "Not Found", "o/r (opening the pull request) not found"),
+        (
+            422,
+            "Validation Failed: base is invalid",
+            "refused opening the pull request (422)",
+        ),
+    ];
+    for (status, message, want) in cases {
+        forge.fail(status, message);
+        let run = f.pr(&forge, "github", &[]);
+        assert_eq!(run.code, 3, "{status}: {}\n{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains(want), "{status}: {}", run.stderr);
+        assert!(run.stderr.contains("pr.md"), "{status}: {}", run.stderr);
+    }
+    // 422 "already exists" means update: the open one is found again and its body replaced.
+    forge.fail(422, "A pull request already exists for o:vouch/t.");
+    forge
+        .state
+        .lock()
+        .unwrap()
+        .prs
+        .push(json!({"number": 9, "html_url": "u", "title": "x", "head": {"ref": "other"}}));
+    let run = f.pr(&forge, "github", &[]);
+    assert_eq!(run.code, 3, "none open for the head: {}", run.stderr);
+    assert!(run.stderr.contains("already exists"), "{}", run.stderr);
+
+    // Network: nothing listens.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let dead = FakeForge {
+        url,
+        state: forge.state.clone(),
+    };
+    let run = f.pr(&dead, "github", &[]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(run.stderr.contains("cannot reach github"), "{}", run.stderr);
+
+    // No token at all: said before anything is pushed.
+    let run = f.pr_env(&forge, "gitea", &[], &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("no token for gitea: set GITEA_TOKEN"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn the_lease_refuses_to_overwrite_commits_vouch_did_not_make() {
+    let f = fixture();
+    let forge = FakeForge::start();
+    assert_eq!(f.pr(&forge, "github", &[]).code, 0);
+    // Someone else pushes to the branch.
+    let other = f.repo.tmp.path().join("other");
+    git(
+        f.repo.tmp.path(),
+        &[
+            "clone",
+            "-q",
+            "-b",
+            "vouch/t",
+            f.bare.to_str().unwrap(),
+            other.to_str().unwrap(),
+        ],
+    );
+    std::fs::write(other.join("theirs.txt"), "theirs\n").unwrap();
+    git(&other, &["add", "-A"]);
+    git(&other, &["commit", "-q", "-m", "theirs"]);
+    git(&other, &["push", "-q", "origin", "vouch/t"]);
+    let theirs = f.remote_sha("vouch/t");
+    // vouch's branch moves on without their commit.
+    f.repo.git(&["checkout", "-q", "vouch/t"]);
+    f.repo.write("src.txt", "a better fix\n");
+    f.repo.commit("better fix");
+    f.repo.git(&["checkout", "-q", "main"]);
+    let run = f.pr(&forge, "github", &[]);
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("commits vouch did not make"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        f.remote_sha("vouch/t"),
+        theirs,
+        "the remote branch was overwritten"
+    );
+}
+
+/// Basic auth as git sends it for the token.
+fn basic(user: &str, password: &str) -> String {
+    const ABC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let bytes = format!("{user}:{password}").into_bytes();
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ABC[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    format!("Basic {out}")
+}
+
+#[derive(Clone)]
+struct GitServer {
+    root: PathBuf,
+    expected: String,
+    /// Every request: its path and query, and whether it was authorised.
+    log: Arc<Mutex<Vec<(String, bool)>>>,
+}
+
+/// `git http-backend` as CGI behind basic auth.
+async fn git_handler(
+    State(srv): State<GitServer>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let authorised =
+        headers.get("authorization").and_then(|v| v.to_str().ok()) == Some(srv.expected.as_str());
+    srv.log.lock().unwrap().push((uri.to_string(), authorised));
+    if !authorised {
+        return (
+            StatusCode::UNAUTHORIZED,
+            [("WWW-Authenticate", "Basic realm=\"git\"")],
+            "",
+        )
+            .into_response();
+    }
+    let header = |n: &str| {
+        headers
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let mut env: HashMap<&str, String> = HashMap::new();
+    env.insert("GIT_PROJECT_ROOT", srv.root.display().to_string());
+    env.insert("GIT_HTTP_EXPORT_ALL", "1".into());
+    env.insert(
+        "PATH_INFO",
+        uri.path().trim_start_matches("/git").to_string(),
+    );
+    env.insert("QUERY_STRING", uri.query().unwrap_or("").to_string());
+    env.insert("REQUEST_METHOD", method.to_string());
+    env.insert("CONTENT_TYPE", header("content-type"));
+    env.insert("CONTENT_LENGTH", body.len().to_string());
+    env.insert("HTTP_CONTENT_ENCODING", header("content-encoding"));
+    env.insert("GIT_PROTOCOL", header("git-protocol"));
+    env.insert("REMOTE_USER", "vouch".into());
+    env.insert("REMOTE_ADDR", "127.0.0.1".into());
+    let out = tokio::task::spawn_blocking(move || {
+        let mut child = Command::new("git")
+            .arg("http-backend")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap())
+            .envs(git_env())
+            .envs(env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&body).unwrap();
+        child.wait_with_output().unwrap().stdout
+    })
+    .await
+    .unwrap();
+    let split = out
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| (i, 4))
+        .or_else(|| out.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2)))
+        .unwrap();
+    let (head, rest) = (
+        String::from_utf8_lossy(&out[..split.0]).to_string(),
+        out[split.0 + split.1..].to_vec(),
+    );
+    let mut resp = Response::builder();
+    for line in head.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        if k.eq_ignore_ascii_case("status") {
+            let code: u16 = v.trim()[..3].parse().unwrap();
+            resp = resp.status(code);
+        } else {
+            resp = resp.header(k.trim(), v.trim());
+        }
+    }
+    resp.body(axum::body::Body::from(rest)).unwrap()
+}
+
+#[test]
+fn push_over_smart_http_sends_the_token_through_the_credential_callback() {
+    let f = fixture();
+    let srv = GitServer {
+        root: f.repo.tmp.path().to_path_buf(),
+        expected: basic("x-access-token", TOKEN),
+        log: Arc::new(Mutex::new(Vec::new())),
+    };
+    let log = srv.log.clone();
+    let app = axum::Router::new().fallback(git_handler).with_state(srv);
+    let url = serve(app);
+    f.repo.git(&[
+        "remote",
+        "set-url",
+        "origin",
+        &format!("{url}/git/remote.git"),
+    ]);
+    let forge = FakeForge::start();
+
+    // A wrong token: the server refuses it, vouch says so and asks only once more.
+    let run = f.pr_env(&forge, "github", &[], &[("GITHUB_TOKEN", "wrong-token")]);
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("refused the token from GITHUB_TOKEN"),
+        "{}",
+        run.stderr
+    );
+    assert!(log.lock().unwrap().iter().all(|(_, ok)| !ok));
+    assert!(forge.seen().is_empty(), "no pull request without a push");
+
+    let run = f.pr(&forge, "github", &[]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        f.remote_sha("vouch/t"),
+        f.repo.git(&["rev-parse", "vouch/t"])
+    );
+    let log = log.lock().unwrap().clone();
+    assert!(
+        log.iter()
+            .any(|(u, ok)| *ok && u.contains("git-receive-pack")),
+        "{log:?}"
+    );
+    assert!(log.iter().all(|(u, _)| !u.contains(TOKEN)));
+    let config = std::fs::read_to_string(f.repo.dir.join(".git/config")).unwrap();
+    assert!(
+        config.contains(&format!("url = {url}/git/remote.git")),
+        "{config}"
+    );
+    assert_eq!(files_with_token(f.repo.tmp.path()), Vec::<PathBuf>::new());
+}
