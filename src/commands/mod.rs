@@ -5,6 +5,7 @@ pub mod clean;
 pub mod gate;
 pub mod model;
 pub mod output;
+pub mod probe;
 pub mod profile;
 pub mod run;
 pub mod runtime;
@@ -25,6 +26,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Run(args) => run::run(*args),
         Command::Clean(args) => clean::run(args),
         Command::Model(args) => model::run(args),
+        Command::Probe(args) => probe::run(args),
     }
 }
 

@@ -8,4 +8,5 @@ mod gate_rules;
 mod gate_rust;
 mod local_model;
 mod model;
+mod probe;
 mod sandbox;
