@@ -158,10 +158,7 @@ pub fn parse(l: &Learned, text: &str) -> Vec<(String, Value)> {
                 let mut args = serde_json::Map::new();
                 let mut p = end;
                 let mut sep = name_to_first_key.as_str();
-                loop {
-                    let Some(key_start) = at(text, p, sep) else {
-                        break;
-                    };
+                while let Some(key_start) = at(text, p, sep) {
                     let Some((key_end, value_start)) = find(text, key_start, key_to_value) else {
                         break;
                     };
