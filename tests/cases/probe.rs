@@ -189,7 +189,7 @@ fn chat(s: &Server, body: &Value) -> Response {
     }
     let k = s.n.fetch_add(1, Ordering::Relaxed);
     let decode = if b.speculative {
-        if k % 2 == 0 {
+        if k.is_multiple_of(2) {
             30.0
         } else {
             90.0
