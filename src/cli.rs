@@ -57,6 +57,9 @@ pub enum Command {
     /// Push a run's branch and open its pull request with the gate's evidence, or update the open one.
     #[command(after_help = PR_EXAMPLES)]
     Pr(Box<PrArgs>),
+    /// Check a model endpoint for agent work: tool calls, context, needles, speed, prompt cache, serving traps.
+    #[command(after_help = PROBE_EXAMPLES)]
+    Probe(ProbeArgs),
 }
 
 impl Cli {
@@ -68,6 +71,42 @@ impl Cli {
             _ => false,
         }
     }
+}
+
+const PROBE_EXAMPLES: &str = "\
+Examples:
+  vouch probe --endpoint http://127.0.0.1:8080            every check, with warnings, on the console
+  vouch probe --endpoint http://127.0.0.1:8080 --quick    fewer depths and a short needle document (~1 min)
+  vouch probe --endpoint http://gpu:8000/v1 --model qwen3 --json probe.json   also write the JSON report
+
+Exit status: 0 when the endpoint works for agent work (warnings included), 3 when it cannot be reached.";
+
+/// `vouch probe`.
+#[derive(Debug, Clone, Args)]
+pub struct ProbeArgs {
+    /// The OpenAI-compatible server to check, with or without a trailing /v1.
+    #[arg(long, value_name = "URL")]
+    pub endpoint: String,
+
+    /// The model to ask for [default: the first one the server lists].
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+
+    /// Also write the report as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Fewer depths and a shorter needle document: a first look in about a minute.
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Repetitions per speed depth (at least 3).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub reps: usize,
+
+    /// The name of the environment variable holding the API key, if the server wants one.
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
 }
 
 const VOUCH_EXAMPLES: &str = "\
@@ -723,6 +762,7 @@ mod tests {
                 "vouch model list",
                 "vouch model serve",
                 "vouch pr",
+                "vouch probe",
             ]
         );
     }

@@ -19,6 +19,7 @@ pub mod git;
 pub mod llama;
 pub mod logging;
 pub mod model;
+pub mod probe;
 pub mod process;
 pub mod room;
 pub mod sandbox;

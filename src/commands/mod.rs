@@ -6,6 +6,7 @@ pub mod gate;
 pub mod model;
 pub mod output;
 pub mod pr;
+pub mod probe;
 pub mod profile;
 pub mod run;
 pub mod runtime;
@@ -27,6 +28,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Clean(args) => clean::run(args),
         Command::Model(args) => model::run(args),
         Command::Pr(args) => pr::run(*args),
+        Command::Probe(args) => probe::run(args),
     }
 }
 

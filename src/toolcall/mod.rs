@@ -28,6 +28,7 @@ mod harmony;
 mod invoke;
 mod jsoncall;
 mod kimi;
+pub mod learn;
 mod literal;
 mod mistral;
 mod native;

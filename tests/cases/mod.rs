@@ -12,6 +12,7 @@ mod gate_rust;
 mod hostile;
 mod local_model;
 mod model;
+mod probe;
 mod reports;
 mod rooms;
 mod sandbox;
