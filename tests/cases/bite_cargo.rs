@@ -88,11 +88,11 @@ fn slow_crate(seconds: u64) -> Repo {
 /// The Rust preset with the build step's timeout and the bite timeout set.
 fn profile(r: &Repo, build_timeout: &str, bite_timeout: &str) -> String {
     let preset = crate::util::preset("rust");
-    let build = "argv = [\"cargo\", \"build\", \"--all-targets\"]\ntimeout = \"30m\"";
+    let build = "argv = [\"cargo\", \"build\", \"--all-targets\", \"--keep-going\", \"--message-format=json\"]\ntimeout = \"30m\"";
     assert!(preset.contains(build), "{preset}");
     let text = preset.replace(
         build,
-        &format!("argv = [\"cargo\", \"build\", \"--all-targets\"]\ntimeout = \"{build_timeout}\""),
+        &build.replace("\"30m\"", &format!("\"{build_timeout}\"")),
     );
     let path = r.tmp.path().join("slow.toml");
     std::fs::write(

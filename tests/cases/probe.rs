@@ -478,8 +478,9 @@ async fn llama_server_quick_probe_reports_the_servers_own_timings() {
             .samples
             .iter()
             .all(|x| x.prefill_tps > 0.0 && x.decode_tps > 0.0));
+        // Only the chat template's preamble, before the nonce, may come from the cache.
         assert!(
-            s.samples.iter().all(|x| x.cache_n < 16),
+            s.samples.iter().all(|x| x.cache_n * 10 < x.prompt_n),
             "cold prompts: {:?}",
             s.samples
         );
