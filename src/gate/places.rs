@@ -2,7 +2,8 @@
 //! and opening a room there.
 //!
 //! Cached rooms and caches live under `<cache>/rooms/<repo key>/<role>` so build tools' incremental output
-//! survives between runs; `--keep` puts rooms and logs under `workspaces/gate-<head>` for the user to inspect;
+//! survives between runs; `--keep` puts rooms and logs under `workspaces/gate-<head>` for the user to inspect
+//! (under `<cache>/kept/<repo>/` when `workspaces/` would be inside the checkout);
 //! `--fresh-rooms` uses temporary rooms. Logs always start empty, so a report never points at an old run's.
 //!
 //! Build output is shared between the roles of one repository where the build tool's own fingerprints make
@@ -62,6 +63,45 @@ pub(super) fn places_logged(
     Ok(places)
 }
 
+/// Where `--keep` puts rooms: `opts.workspaces` (`workspaces/` of the current directory), unless that lies
+/// inside the repository's work tree, where the rooms would show in the user's `git status`: then
+/// `<cache>/kept/<repo-key>/`.
+fn kept_root(opts: &Options, repo_key: &str) -> PathBuf {
+    let outside = opts.cache.join("kept").join(repo_key);
+    let absolute =
+        std::path::absolute(&opts.workspaces).unwrap_or_else(|_| opts.workspaces.clone());
+    let Some(work_tree) = git2::Repository::discover(&opts.repo)
+        .ok()
+        .and_then(|r| r.workdir().map(Path::to_path_buf))
+    else {
+        return absolute;
+    };
+    let work_tree = work_tree.canonicalize().unwrap_or(work_tree);
+    if real_path(&absolute).starts_with(&work_tree) {
+        outside
+    } else {
+        absolute
+    }
+}
+
+/// `path` with its longest existing ancestor resolved (symbolic links, `..`), the rest appended.
+fn real_path(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut cur = path;
+    loop {
+        if let Ok(real) = cur.canonicalize() {
+            return rest.iter().rev().fold(real, |p, c| p.join(c));
+        }
+        match (cur.parent(), cur.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                cur = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
 /// The paths of a role, all absolute (steps run inside the room), without touching the disk.
 fn layout(opts: &Options, repo_key: &str, head_sha: &str, role: &str, logs_name: &str) -> Places {
     let short = &head_sha[..head_sha.len().min(12)];
@@ -74,7 +114,7 @@ fn layout(opts: &Options, repo_key: &str, head_sha: &str, role: &str, logs_name:
             .join(logs_name)
     };
     let (room, logs) = if opts.keep {
-        let dir = opts.workspaces.join(format!("gate-{short}"));
+        let dir = kept_root(opts, repo_key).join(format!("gate-{short}"));
         (
             Placement::Kept(dir.join(role)),
             dir.join("logs").join(logs_name),

@@ -423,6 +423,39 @@ fn keep_leaves_the_rooms_under_workspaces() {
 }
 
 #[test]
+fn keep_run_from_inside_the_checkout_leaves_git_status_as_it_was() {
+    let repo = project();
+    repo.write("tests/test_more.py", TEST_CALC);
+    let head = repo.commit("more tests");
+    let status = || repo.git(&["status", "--porcelain", "--ignored"]);
+    let before = status();
+    let json = repo.tmp.path().join("gate.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_vouch"))
+        .args(["gate", "--base", "HEAD~1", "--keep", "--json"])
+        .arg(&json)
+        .current_dir(&repo.dir)
+        .env("VOUCH_CACHE", &repo.cache)
+        .env("VOUCH_DATA", repo.data())
+        .envs(crate::util::git_env())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(status(), before, "--keep changed the checkout's git status");
+    assert!(!repo.dir.join("workspaces").exists());
+    let kept = std::fs::read_dir(repo.cache.join("kept"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join(format!("gate-{}/head", &head[..12])))
+        .find(|p| p.is_dir())
+        .expect("the kept room under the cache");
+    assert!(kept.join("tests/test_more.py").is_file());
+}
+
+#[test]
 fn the_repository_profile_is_read_at_base_so_a_change_cannot_loosen_its_own_gate() {
     let repo = project();
     repo.write(
