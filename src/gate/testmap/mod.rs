@@ -269,11 +269,20 @@ fn select_dir(
     if let Some(pos) = dir.find("testdata") {
         dir = dir[..pos].trim_end_matches('/').to_owned();
     }
-    let ids: Vec<&str> = head
-        .iter()
-        .map(|r| r.id.as_str())
-        .filter(|id| id_under_dir(runner, go_module, &dir, id))
-        .collect();
+    // Data is often read by tests elsewhere (a Go package that embeds a test corpus, tests at the root
+    // reading `fixtures/`): when no test lives under the data's own directory, go up to the nearest one
+    // that has tests, up to the whole repository.
+    let under = |dir: &str| -> Vec<&str> {
+        head.iter()
+            .map(|r| r.id.as_str())
+            .filter(|id| id_under_dir(runner, go_module, dir, id))
+            .collect()
+    };
+    let mut ids = under(&dir);
+    while ids.is_empty() && !dir.is_empty() {
+        dir = parent(&dir).to_owned();
+        ids = under(&dir);
+    }
     out.notes.push(format!(
         "{path} {why}: selected the {} under {}",
         plural(ids.len(), "test"),
@@ -482,6 +491,29 @@ mod tests {
                 .into_iter()
                 .collect()
         );
+    }
+
+    #[test]
+    fn data_no_test_of_its_directory_reads_selects_the_nearest_tests_above() {
+        // toml's shape: a test corpus under internal/toml-test/tests/, embedded by a package without tests,
+        // read by the root package's TestToml subtests.
+        let head = [
+            pass("example.com/m::TestToml/decode/valid/string/multiline"),
+            pass("example.com/m::TestToml/encode/valid/string/multiline"),
+        ];
+        let t = touched(
+            Runner::Go,
+            Some("example.com/m"),
+            &[change(
+                "internal/toml-test/tests/valid/string/multiline.toml",
+                Some("a"),
+                Some("b"),
+            )],
+            &head,
+        );
+        assert_eq!(t.ids.len(), 2, "{:?}", t.notes);
+        assert!(t.changed.is_empty());
+        assert!(t.notes[0].contains("under the repository"), "{:?}", t.notes);
     }
 
     #[test]
