@@ -268,7 +268,12 @@ fn bwrap_argv(
         ],
     );
     if !policy.network {
-        push(&mut out, &["--unshare-net"]);
+        // No network: cargo resolves and fetches from what is already cached (a crate without a Cargo.lock
+        // then still builds) instead of failing on an unreachable registry.
+        push(
+            &mut out,
+            &["--unshare-net", "--setenv", "CARGO_NET_OFFLINE", "true"],
+        );
     }
     push(
         &mut out,
@@ -463,7 +468,20 @@ mod tests {
             &host(),
         );
         assert!(!a.contains(&"--unshare-net".to_owned()));
+        assert!(!a.contains(&"CARGO_NET_OFFLINE".to_owned()));
         assert!(a.contains(&"--unshare-pid".to_owned()));
+        let offline = bwrap_argv(
+            Path::new("bwrap"),
+            &argv(&["cargo", "test"]),
+            Path::new("/r"),
+            &Policy::default(),
+            &host(),
+        );
+        let at = offline.iter().position(|a| a == "CARGO_NET_OFFLINE");
+        assert!(
+            at.is_some_and(|i| offline[i - 1] == "--setenv" && offline[i + 1] == "true"),
+            "{offline:?}"
+        );
     }
 
     #[test]

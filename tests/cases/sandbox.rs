@@ -137,3 +137,32 @@ fn a_test_under_the_gate_cannot_write_outside_read_secrets_reach_the_network_or_
     assert!(!report.contains(secret), "the secret reached the report");
     assert_eq!(g.report()["sandbox"]["active"], true, "{explain}");
 }
+
+/// A library without a Cargo.lock (bytes, tracing) has its dependencies resolved when the gate runs: inside the
+/// sandbox there is no network, so cargo must resolve from what is cached, not fail on the registry.
+#[test]
+fn a_crate_without_a_lockfile_resolves_its_dependencies_from_the_cache_in_the_sandbox() {
+    let repo = Repo::with_files(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"nolock\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\nmemchr = \"2\"\n",
+        ),
+        (".gitignore", "/target\nCargo.lock\n"),
+        (
+            "src/lib.rs",
+            "pub fn has_a(s: &[u8]) -> bool {\n    memchr::memchr(b'b', s).is_some()\n}\n",
+        ),
+    ]);
+    repo.write(
+        "src/lib.rs",
+        "pub fn has_a(s: &[u8]) -> bool {\n    memchr::memchr(b'a', s).is_some()\n}\n",
+    );
+    repo.write(
+        "tests/t.rs",
+        "#[test]\nfn finds_a() {\n    assert!(nolock::has_a(b\"xa\"));\n}\n",
+    );
+    repo.commit("fix has_a");
+    let g = repo.gate(&["--base", "HEAD~1", "--sandbox", "require"]);
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    assert_eq!(g.report()["bite"]["status"], "bites", "{}", g.explain());
+}
