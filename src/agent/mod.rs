@@ -668,13 +668,20 @@ impl Agent<'_> {
         tokio::pin!(chat);
         let reply = loop {
             tokio::select! {
+                // Ctrl-C cancels the wall clock too (it is a child token): check it first, so an
+                // interrupted run is never reported as out of time.
+                biased;
                 _ = self.cancel.cancelled() => {
                     spinner.finish_and_clear();
                     return Err(StopReason::Cancelled);
                 }
                 _ = self.limit.cancelled() => {
                     spinner.finish_and_clear();
-                    return Err(StopReason::WallTime);
+                    return Err(if self.cancel.is_cancelled() {
+                        StopReason::Cancelled
+                    } else {
+                        StopReason::WallTime
+                    });
                 }
                 r = &mut chat => break r,
                 _ = ticks.tick() => self.ui.line(&format!(

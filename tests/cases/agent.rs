@@ -1205,7 +1205,7 @@ async fn ctrl_c_stops_the_run_with_a_report_and_exit_130() {
         .env("VOUCH_DATA", repo.data())
         .envs(crate::util::git_env())
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::fs::File::create(repo.tmp.path().join("stderr.log")).unwrap())
         .spawn()
         .unwrap();
     // Wait for the request to arrive, then interrupt.
@@ -1221,7 +1221,8 @@ async fn ctrl_c_stops_the_run_with_a_report_and_exit_130() {
         .await
         .unwrap();
     model.finish();
-    assert_eq!(status.code(), Some(130));
+    let stderr = std::fs::read_to_string(repo.tmp.path().join("stderr.log")).unwrap_or_default();
+    assert_eq!(status.code(), Some(130), "{stderr}");
     let r = report(&repo, "interrupt");
     assert_eq!(
         json!([r["status"], r["stop_reason"]]),
