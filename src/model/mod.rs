@@ -279,6 +279,9 @@ pub struct Usage {
 pub struct ChatTurn {
     /// The answer text; without the calls when they were read from it.
     pub content: String,
+    /// The answer text as the server sent it, calls and all (the transcript keeps it when it differs
+    /// from `content`).
+    pub raw: String,
     /// `reasoning_content` (or `reasoning`), plus reasoning found inline when calls were read from text.
     pub reasoning: String,
     pub calls: Vec<ToolCall>,

@@ -24,7 +24,7 @@ impl Tool for ListFiles {
         object(
             json!({
                 "path": {"type": "string", "description": "The directory to list, relative to the repository root [default: the root]."},
-                "glob": {"type": "string", "description": "Only files whose path matches this glob, such as **/*.rs."}
+                "glob": {"type": "string", "description": "Only files whose path matches this glob (`*` matches within a name, `**` across directories)."}
             }),
             &[],
         )
