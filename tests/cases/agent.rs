@@ -2032,6 +2032,8 @@ async fn run_tests_that_ran_no_test_is_a_failure_that_says_so() {
     let run = vouch_run(&repo, &model, &["--prompt", "zero tests"]).await;
     let requests = model.finish();
     assert_eq!(run.code, 1, "{}", explain(&run));
+    // The default per-reply limit: long enough for a whole-file write, short enough for a slow model.
+    assert_eq!(requests[0]["max_tokens"], 1536);
     let first = tool_results(&requests[1]);
     assert_eq!(first.len(), 1);
     assert!(
