@@ -339,7 +339,11 @@ def run_proc(cmd, cwd, env, log_path, kill_after):
         killed = False
         try:
             code = p.wait(kill_after)
-        except subprocess.TimeoutExpired:
+        except BaseException as e:
+            if not isinstance(e, subprocess.TimeoutExpired):  # Ctrl-C of the bench: no orphan harness
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+                raise
             killed = True
             os.killpg(p.pid, signal.SIGINT)
             try:
@@ -430,7 +434,10 @@ def run(a):
                 machine=f"{os.cpu_count()} cores, {os.uname().sysname} {os.uname().machine}",
                 mini_swe_agent=mswea.MSWEA_VERSION)
     done = {(r["task"], r["harness"]) for r in data["runs"]}
-    todo = [(n, h) for n in names for h in harnesses if (n, h) not in done]
+    # Harness by harness over blocks of tasks: consecutive runs of one harness share its system prompt, which
+    # the server's one slot then serves from its cache (a first prompt costs minutes on a loaded machine).
+    blocks = [names[i:i + a.block] for i in range(0, len(names), a.block)]
+    todo = [(n, h) for block in blocks for h in harnesses for n in block if (n, h) not in done]
     print(f"model {a.model}; limits per task and harness: {a.turns} turns, {a.wall} s wall time, "
           f"{a.max_tokens} tokens per reply; {len(todo)} runs to do, {len(done)} already done", flush=True)
     if not todo:
@@ -516,7 +523,14 @@ def table(data, markdown):
               f"p90 {q(0.9)}, p99 {q(0.99)}, max {comps[-1]}")
 
 
+def interrupted(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main():
+    # SIGTERM (and SIGINT, which a background job ignores) stop the server and the running harness.
+    signal.signal(signal.SIGTERM, interrupted)
+    signal.signal(signal.SIGINT, interrupted)
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("check")
@@ -533,6 +547,7 @@ def main():
     r.add_argument("--grace", type=int, default=300, help="seconds after --wall before vouch is killed "
                    "(its gate and repair run after the wall time)")
     r.add_argument("--max-tokens", type=int, default=2048)
+    r.add_argument("--block", type=int, default=3, help="tasks per block: each harness runs a block in a row")
     t = sub.add_parser("table")
     t.add_argument("--json", required=True)
     t.add_argument("--markdown", action="store_true")
