@@ -245,8 +245,11 @@ class Proxy:
                 else:
                     data = resp.read()
                     self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
+                    try:
+                        self.end_headers()
+                        self.wfile.write(data)
+                    except OSError:  # the harness went away (killed at its wall time): still recorded
+                        pass
                     if chat:
                         try:
                             last = json.loads(data)
@@ -491,7 +494,8 @@ def table(data, markdown):
                 row += ["-", "missing", "-", "-", "-"]
                 continue
             reuse = f"{r['cache_reuse'] * 100:.0f}%" if r.get("cache_reuse") is not None else "-"
-            row += ["yes" if r["solved"] else "no", str(r["claimed"]), str(r["turns"]), f"{r['wall_s']:.0f}", reuse]
+            claimed = "killed at wall time" if r.get("killed") else str(r["claimed"])
+            row += ["yes" if r["solved"] else "no", claimed, str(r["turns"]), f"{r['wall_s']:.0f}", reuse]
         rows.append(row)
     total = ["solved"]
     for h in harnesses:
