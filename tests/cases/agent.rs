@@ -2131,3 +2131,41 @@ async fn the_transcript_keeps_the_raw_reply_text_of_recovered_calls() {
         responses[1]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_no_call_reminder_shows_a_real_call_not_wording_or_placeholders_to_copy() {
+    let repo = calc_repo();
+    let model = Model::start(vec![
+        text("I will look around first."),
+        text("Still thinking."),
+        text("Thinking more."),
+        call(4, "list_files", json!({})),
+        call(
+            5,
+            "submit",
+            json!({"verdict": "NO-GO", "summary": "looked"}),
+        ),
+    ])
+    .await;
+    let run = vouch_run(
+        &repo,
+        &model,
+        &["--prompt", "reminders", "--tool-mode", "native"],
+    )
+    .await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let example = r#"{"name": "list_files", "arguments": {}}"#;
+    for n in [1, 3] {
+        let reminder = last_user(&requests[n]);
+        assert!(reminder.contains("no tool call"), "{reminder}");
+        assert!(reminder.contains(example), "{reminder}");
+        assert!(
+            !reminder.contains("look around with") && !reminder.contains("with a path"),
+            "{reminder}"
+        );
+    }
+    // The example is a call the model can send as it is.
+    let call: Value = serde_json::from_str(example).unwrap();
+    assert_eq!(call, json!({"name": "list_files", "arguments": {}}));
+}
