@@ -224,17 +224,20 @@ impl GateRun<'_> {
                         layout,
                     )
                     .await?;
-                let noticed = run
+                let failed = run.tests.iter().find(|t| t.outcome == TestOutcome::Bites);
+                let unbuilt = run
                     .tests
                     .iter()
-                    .find(|t| matches!(t.outcome, TestOutcome::Bites | TestOutcome::BitesBuild));
-                if let Some(t) = noticed {
+                    .find(|t| t.outcome == TestOutcome::BitesBuild);
+                if let Some(t) = failed {
                     row.status = HunkStatus::Guarded;
-                    row.note = Some(if t.outcome == TestOutcome::BitesBuild {
-                        format!("{} does not build without it", t.id)
-                    } else {
-                        format!("{} fails without it", t.id)
-                    });
+                    row.note = Some(format!("{} fails without it", t.id));
+                } else if let Some(t) = unbuilt {
+                    row.status = HunkStatus::NeededToBuild;
+                    row.note = Some(format!(
+                        "{} does not build without it: the rest of the change needs it, so no test judges it alone",
+                        t.id
+                    ));
                 } else if run.tests.iter().any(|t| t.outcome == TestOutcome::Timeout) {
                     row.note = Some("the run did not finish in time".into());
                 } else if run.tests.iter().any(|t| t.outcome == TestOutcome::Inert) {
