@@ -495,6 +495,8 @@ def table(data, markdown):
                 continue
             reuse = f"{r['cache_reuse'] * 100:.0f}%" if r.get("cache_reuse") is not None else "-"
             claimed = "killed at wall time" if r.get("killed") else str(r["claimed"])
+            if r.get("stop_reason") and r["claimed"] == "incomplete":
+                claimed += f" ({r['stop_reason']})"
             row += ["yes" if r["solved"] else "no", claimed, str(r["turns"]), f"{r['wall_s']:.0f}", reuse]
         rows.append(row)
     total = ["solved"]
