@@ -1,4 +1,3 @@
-
 use super::*;
 use pretty_assertions::assert_eq;
 

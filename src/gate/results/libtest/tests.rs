@@ -1,4 +1,3 @@
-
 use super::super::test_support::*;
 use super::super::*;
 use super::*;
