@@ -619,6 +619,7 @@ impl Client {
     fn interpret(&self, raw: RawReply, mode: Mode, specs: &[ToolSpec]) -> ChatTurn {
         let mut turn = ChatTurn {
             content: raw.content.clone(),
+            raw: raw.content.clone(),
             reasoning: raw.reasoning.clone(),
             calls: Vec::new(),
             finish_reason: raw.finish_reason.clone(),
