@@ -561,6 +561,10 @@ pub struct ParseArgs {
     /// Use this parser instead of detecting the format (a name from the list below).
     #[arg(long, value_name = "NAME")]
     pub format: Option<String>,
+
+    /// A chat template (Jinja) whose call syntax is learned and used in recovery, as `vouch run` does with the server's.
+    #[arg(long, value_name = "FILE")]
+    pub template: Option<PathBuf>,
 }
 
 /// The help of `vouch toolcalls parse`; it lists every parser (a test checks it).
@@ -569,6 +573,7 @@ Examples:
   vouch toolcalls parse < reply.txt                detect the format, use vouch's agent tools
   vouch toolcalls parse --tools t.json < r.txt     resolve names against your tool definitions
   vouch toolcalls parse --format glm < r.txt       read the reply as GLM / Laguna only
+  vouch toolcalls parse --template t.jinja < r.txt also read the syntax learned from a chat template
   echo '<tool_call>{\"name\":\"list_files\",\"arguments\":{}}</tool_call>' | vouch toolcalls parse
 
 Prints {\"format\", \"calls\": [{\"name\", \"arguments\"}], \"content\"}, plus \"reasoning\" and

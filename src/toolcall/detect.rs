@@ -86,6 +86,10 @@ pub(crate) fn candidates(text: &str, ctx: &mut Ctx) -> Vec<Format> {
         strong: Vec::new(),
         weak: Vec::new(),
     };
+    // The template's own syntax first: at a tie in position it comes before the families detected there.
+    if let Some(at) = super::learned::first_open(text, ctx) {
+        seen.strong(at, Format::Learned);
+    }
     let mut i = 0;
     while let Some(k) = b.get(i..).and_then(|r| {
         r.iter()

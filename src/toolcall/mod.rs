@@ -29,6 +29,7 @@ mod invoke;
 mod jsoncall;
 mod kimi;
 pub mod learn;
+mod learned;
 mod literal;
 mod mistral;
 mod native;
@@ -49,7 +50,7 @@ use std::ops::Range;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
-pub use recover::recover;
+pub use recover::{recover, recover_with};
 pub use schema::ToolSpec;
 
 /// A call as the server returned it in `tool_calls`: a name and the arguments as a JSON string.
@@ -151,6 +152,9 @@ pub enum Format {
     Gemma4,
     /// `<start_function_call>call:NAME{k:<escape>v<escape>}<end_function_call>` (FunctionGemma).
     FunctionGemma,
+    /// The syntax learned from the server's chat template (`learn`), when no parser of vouch's reads it:
+    /// tried only when recovery is given a [`learn::Learned`].
+    Learned,
     /// No call found.
     None,
 }
@@ -212,6 +216,7 @@ impl Format {
             Format::InternLm => "internlm",
             Format::Gemma4 => "gemma4",
             Format::FunctionGemma => "functiongemma",
+            Format::Learned => "learned",
             Format::None => "none",
         }
     }
@@ -371,6 +376,7 @@ pub(crate) fn parse_with(format: Format, text: &str, ctx: &mut scan::Ctx) -> Par
         Format::Harmony => harmony::parse(text, ctx),
         Format::FunctionaryV31 => functionary::parse(text, ctx),
         Format::Gemma4 | Format::FunctionGemma => gemma::parse(format, text, ctx),
+        Format::Learned => learned::parse(text, ctx),
         Format::Native | Format::None => Parsed::new(Format::None),
     }
 }

@@ -8,6 +8,7 @@
 
 use std::ops::Range;
 
+use super::learn::Learned;
 use super::scan::{self, Ctx};
 use super::{
     detect, native, reasoning, schema, Call, Format, Found, Message, Parsed, Recovered, ToolSpec,
@@ -16,7 +17,20 @@ use super::{
 /// Recovers the tool calls in an assistant message. `format` forces one text parser (see
 /// [`Format::PARSERS`]); native `tool_calls` are taken first either way.
 pub fn recover(msg: &Message<'_>, tools: &[ToolSpec], format: Option<Format>) -> Recovered {
-    recover_counted(msg, tools, format).0
+    recover_counted(msg, tools, format, None).0
+}
+
+/// [`recover`] with the syntax learned from the server's chat template: where its opening delimiter
+/// occurs, [`Format::Learned`] is tried before the formats detected at the same place or later
+/// (it is the template's own syntax). A learned syntax that one of vouch's parsers already reads
+/// (`known_format`) adds nothing. `Some(Format::Learned)` forces it.
+pub fn recover_with(
+    msg: &Message<'_>,
+    tools: &[ToolSpec],
+    format: Option<Format>,
+    learned: Option<&Learned>,
+) -> Recovered {
+    recover_counted(msg, tools, format, learned).0
 }
 
 /// [`recover`], and the work it took (bytes looked at), for the linearity tests.
@@ -24,6 +38,7 @@ pub(crate) fn recover_counted(
     msg: &Message<'_>,
     tools: &[ToolSpec],
     format: Option<Format>,
+    learned: Option<&Learned>,
 ) -> (Recovered, u64) {
     let content = msg.content.unwrap_or("");
     let native_len: usize = msg
@@ -33,6 +48,7 @@ pub(crate) fn recover_counted(
         .sum();
     let input_len = content.len() + msg.reasoning_content.map_or(0, str::len) + native_len;
     let mut ctx = Ctx::new(tools, input_len);
+    ctx.learned = learned;
     let split = reasoning::split(content, &mut ctx);
     let mut thoughts: Vec<String> = msg
         .reasoning_content

@@ -17,3 +17,4 @@ mod reports;
 mod rooms;
 mod sandbox;
 mod testmap;
+mod toolcall;

@@ -9,7 +9,7 @@
 //! argument is reported as such ([`LearnError::DropsArguments`]): a parser learned from it would learn the
 //! wrapper and never the arguments, and fail exactly like having no parser.
 
-mod parse;
+pub(crate) mod parse;
 mod render;
 
 #[cfg(test)]
