@@ -643,6 +643,10 @@ pub struct RunArgs {
     ))]
     pub tool_mode: Option<ToolMode>,
 
+    /// Do not probe the endpoint before the run, nor use what an earlier probe of it found (the tool mode, the call syntax learned from its chat template).
+    #[arg(long)]
+    pub no_probe: bool,
+
     #[arg(long, value_name = "N", help = format!(
         "Stop after this many model turns [default: the task's max_turns, else vouch.toml's, else {DEFAULT_MAX_TURNS}]"
     ))]

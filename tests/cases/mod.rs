@@ -13,6 +13,7 @@ mod hostile;
 mod local_model;
 mod model;
 mod probe;
+mod probe_run;
 mod reports;
 mod rooms;
 mod sandbox;
