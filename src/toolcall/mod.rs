@@ -18,16 +18,19 @@
 //! is parsed inside the region between its markers, and speculative scans (a `{` that might start a call)
 //! draw on a work budget. The work counter is what the linearity tests measure.
 
+mod apertus;
 mod bare_json;
 mod deepseek;
 mod detect;
 mod functionary;
+mod functionary_v32;
 mod gemma;
 mod glm;
 mod harmony;
 mod invoke;
 mod jsoncall;
 mod kimi;
+mod kimi_k3;
 pub mod learn;
 mod learned;
 mod literal;
@@ -136,6 +139,12 @@ pub enum Format {
     Harmony,
     /// `<function=NAME>{…}</function>` (Functionary v3.1).
     FunctionaryV31,
+    /// `>>>NAME\n{…}` messages, `>>>python\n` raw code, `>>>all\n` text (Functionary v3.2).
+    FunctionaryV32,
+    /// `<|tools_prefix|>[{"NAME": {…}}]<|tools_suffix|>` (Apertus).
+    Apertus,
+    /// `<|open|>call tool="NAME"<|sep|><|open|>argument key=… type=…<|sep|>…` (Kimi-K3 XTML).
+    KimiK3,
     /// `<|tool_call|>[…]` (Granite 3.x).
     Granite,
     /// `<TOOLCALL>[…]</TOOLCALL>` (Nemotron Nano v2, Llama-Nemotron).
@@ -161,7 +170,7 @@ pub enum Format {
 
 impl Format {
     /// The formats a caller can force, in the order their names are listed to users.
-    pub const PARSERS: [Format; 24] = [
+    pub const PARSERS: [Format; 27] = [
         Format::Hermes,
         Format::Qwen3Coder,
         Format::SeedOss,
@@ -178,6 +187,9 @@ impl Format {
         Format::KimiK2,
         Format::Harmony,
         Format::FunctionaryV31,
+        Format::FunctionaryV32,
+        Format::Apertus,
+        Format::KimiK3,
         Format::Granite,
         Format::Nemotron,
         Format::CommandR7b,
@@ -208,6 +220,9 @@ impl Format {
             Format::KimiK2 => "kimi-k2",
             Format::Harmony => "harmony",
             Format::FunctionaryV31 => "functionary-v3.1",
+            Format::FunctionaryV32 => "functionary-v3.2",
+            Format::Apertus => "apertus",
+            Format::KimiK3 => "kimi-k3",
             Format::Granite => "granite",
             Format::Nemotron => "nemotron",
             Format::CommandR7b => "command-r7b",
@@ -252,6 +267,8 @@ impl Format {
             "kimi" => Format::KimiK2,
             "gpt-oss" | "openai" => Format::Harmony,
             "functionary" => Format::FunctionaryV31,
+            "functionary-v32" | "recipient-based" => Format::FunctionaryV32,
+            "xtml" | "kimi-k3-xtml" => Format::KimiK3,
             "phi4-mini-json" | "firefunction" => Format::Phi4,
             "nemotron-deci" => Format::Nemotron,
             "cohere" | "command-r" => Format::CommandR7b,
@@ -289,6 +306,9 @@ pub(crate) struct Found {
     /// Found by a speculative scan (a bare JSON object or Python list): dropped silently unless the name is
     /// an offered tool, because it may be an example in prose rather than a call.
     pub weak: bool,
+    /// Stands on no marker (a bare or fenced JSON call, a bare Python list): taken only where a call
+    /// stands, at the end of the text (see `recover.rs`).
+    pub bare: bool,
 }
 
 /// Arguments as written.
@@ -343,6 +363,7 @@ impl Parsed {
             span,
             unclosed,
             weak: false,
+            bare: false,
         });
     }
 
@@ -375,6 +396,9 @@ pub(crate) fn parse_with(format: Format, text: &str, ctx: &mut scan::Ctx) -> Par
         Format::KimiK2 => kimi::parse(text, ctx),
         Format::Harmony => harmony::parse(text, ctx),
         Format::FunctionaryV31 => functionary::parse(text, ctx),
+        Format::FunctionaryV32 => functionary_v32::parse(text, ctx),
+        Format::Apertus => apertus::parse(text, ctx),
+        Format::KimiK3 => kimi_k3::parse(text, ctx),
         Format::Gemma4 | Format::FunctionGemma => gemma::parse(format, text, ctx),
         Format::Learned => learned::parse(text, ctx),
         Format::Native | Format::None => Parsed::new(Format::None),

@@ -2,6 +2,7 @@
 //! reasoning, names, schemas) and robustness (no panics, linear work). Every test compares whole results.
 
 mod families;
+mod leaks;
 mod learned;
 mod literal;
 mod order;
