@@ -27,6 +27,8 @@ const DROPS_ARGUMENTS: &str = r#"{%- for m in messages -%}
 #[derive(Clone)]
 struct Server {
     template: &'static str,
+    /// The agent's turns, in order; after the last, a 400 ends the run.
+    turns: Vec<&'static str>,
     /// Chat request bodies, in order.
     seen: Arc<Mutex<Vec<Value>>>,
 }
@@ -64,8 +66,8 @@ async fn answer(State(s): State<Server>, req: Request) -> Response {
             };
             let content = if is_probe(&body) {
                 "<<invoke>>read_file<<with>>{\"path\": \"src/main.rs\"}<</invoke>>"
-            } else if agent_turns == 1 {
-                "Looking around.\n<<invoke>>list_files<<with>>{\"path\": \".\"}<</invoke>>"
+            } else if let Some(turn) = s.turns.get(agent_turns - 1) {
+                turn
             } else {
                 // Ends the run: a 400 is not retried.
                 return (
@@ -85,9 +87,19 @@ async fn answer(State(s): State<Server>, req: Request) -> Response {
     }
 }
 
+const LOOK: &str = "Looking around.\n<<invoke>>list_files<<with>>{\"path\": \".\"}<</invoke>>";
+
 async fn start(template: &'static str) -> (String, Server, tokio::task::JoinHandle<()>) {
+    start_with(template, vec![LOOK]).await
+}
+
+async fn start_with(
+    template: &'static str,
+    turns: Vec<&'static str>,
+) -> (String, Server, tokio::task::JoinHandle<()>) {
     let s = Server {
         template,
+        turns,
         seen: Arc::default(),
     };
     let app = Router::new().fallback(answer).with_state(s.clone());
@@ -287,5 +299,35 @@ async fn a_template_that_drops_arguments_stops_the_run_before_any_worktree() {
         "{}",
         skipped.stderr
     );
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_with_an_eaten_opening_tag_or_glued_together_are_run() {
+    let repo = repo();
+    let eaten = "I will list the files.\n{\"name\": \"list_files\", \"arguments\": {\"path\": \".\"}}\n</tool_call>";
+    let glued = "<tool_call>{\"name\": \"read_file\", \"arguments\": {\"path\": \"NOTES_FILE.md\"}}</tool_call><tool_call>{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/main.rs\"}}</tool_call>";
+    let (url, server, task) = start_with(LEARNABLE, vec![eaten, glued]).await;
+    let out = run(
+        &repo,
+        &url,
+        &[
+            "--prompt",
+            "look around",
+            "--no-probe",
+            "--tool-mode",
+            "native",
+        ],
+    )
+    .await;
+    let sent = followups(&server);
+    assert_eq!(sent.len(), 2, "{sent:?}\n{}", out.stderr);
+    // The eaten-tag call ran: the listing went back to the model.
+    assert!(sent[0].contains("NOTES_FILE.md"), "{}", sent[0]);
+    // ...and its stray closing tag was cut from the reply the model sees again.
+    assert!(!sent[0].contains("</tool_call>"), "{}", sent[0]);
+    // Both glued calls ran: each file's text went back.
+    assert!(sent[1].contains("notes"), "{}", sent[1]);
+    assert!(sent[1].contains("fn main() {}"), "{}", sent[1]);
     task.abort();
 }
