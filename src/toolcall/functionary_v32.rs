@@ -36,7 +36,7 @@ pub(crate) fn starts_with_call(text: &str, ctx: &mut Ctx) -> bool {
     };
     let name = &text[i..end];
     let json = text.as_bytes().get(scan::skip_ws(text, body, ctx)) == Some(&b'{');
-    (name == "python" || json) && (name == "python" || schema::resolve(ctx.tools, name).is_some())
+    name == "python" || (json && schema::resolve(ctx.tools, name).is_some())
 }
 
 pub(crate) fn parse(text: &str, ctx: &mut Ctx) -> Parsed {

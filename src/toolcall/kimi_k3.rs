@@ -29,13 +29,15 @@ fn unescape(s: &str) -> String {
         .replace("&amp;", "&")
 }
 
+/// The call being read: its name, where it opened, its arguments.
+type Open = (String, usize, Vec<(String, Arg)>);
+
 pub(crate) fn parse(text: &str, ctx: &mut Ctx) -> Parsed {
     let mut out = Parsed::new(Format::KimiK3);
     let mut opens = Finder::new(OPEN);
     let mut seps = Finder::new(SEP);
     let mut closes = Finder::new(CLOSE);
-    // The call being read: its name, where it opened, its arguments.
-    let mut call: Option<(String, usize, Vec<(String, Arg)>)> = None;
+    let mut call: Option<Open> = None;
     let mut tools_start: Option<usize> = None;
     let mut pos = 0;
     loop {
