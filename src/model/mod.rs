@@ -140,6 +140,8 @@ pub struct ModelConfig {
     pub max_tokens: Option<u32>,
     /// llama-server's `cache_prompt`; `None` sends `true` to llama-server and nothing to other servers.
     pub cache_prompt: Option<bool>,
+    /// The call syntax learned from the server's chat template (by `vouch probe`), used in recovery.
+    pub learned: Option<crate::toolcall::learn::Learned>,
 }
 
 impl ModelConfig {
@@ -162,6 +164,7 @@ impl ModelConfig {
             temperature: None,
             max_tokens: None,
             cache_prompt: None,
+            learned: None,
         }
     }
 }
