@@ -378,6 +378,8 @@ struct Runner<'a> {
     env: &'a StepEnv,
     cancel: &'a CancellationToken,
     count: usize,
+    /// Variables for the builds (the project's version for setuptools_scm).
+    vars: Vec<(String, String)>,
 }
 
 impl Runner<'_> {
@@ -393,10 +395,11 @@ impl Runner<'_> {
         let stem = format!("python-env.{}", self.count);
         let home = self.env.home();
         let _ = std::fs::create_dir_all(&home);
-        let vars = vec![
+        let mut vars = vec![
             ("PIP_DISABLE_PIP_VERSION_CHECK".to_string(), "1".to_string()),
             ("PYTHONDONTWRITEBYTECODE".to_string(), "1".to_string()),
         ];
+        vars.extend(self.vars.iter().cloned());
         let spec = Spec {
             argv: self.env.sandbox.wrap(&argv, cwd, &policy),
             cwd: cwd.to_path_buf(),
@@ -439,6 +442,7 @@ async fn prepare_layers(
         env,
         cancel,
         count: 0,
+        vars: scm_version(env).into_iter().collect(),
     };
     let offline = |writable: Vec<PathBuf>, readable: Vec<PathBuf>| Policy {
         writable,
@@ -635,6 +639,63 @@ async fn build_shared(
     result
 }
 
+/// The version setuptools_scm would compute in the user's repository, for the room's commit: a room is a
+/// repository of its own without tags, where setuptools_scm would say `0.1.dev<N>` (and a project that checks
+/// its own version, like pytest's `minversion`, breaks). From the nearest tag: `1.2.3` on it, else
+/// `1.2.3.post<N>+g<sha>`. Set for the project only (`SETUPTOOLS_SCM_PRETEND_VERSION_FOR_<NAME>`) when its
+/// name is static, else for every build of the step.
+fn scm_version(env: &StepEnv) -> Option<(String, String)> {
+    let room = git2::Repository::open(&env.room).ok()?;
+    let commit = room.head().ok()?.peel_to_commit().ok()?.id();
+    let user = env.readable.iter().find_map(|objects| {
+        objects
+            .parent()
+            .and_then(|git_dir| git2::Repository::open(git_dir).ok())
+    })?;
+    let described = user
+        .find_commit(commit)
+        .ok()?
+        .as_object()
+        .describe(git2::DescribeOptions::new().describe_tags())
+        .ok()?
+        .format(Some(git2::DescribeFormatOptions::new().abbreviated_size(7)))
+        .ok()?;
+    let version = pep440(&described)?;
+    let name = std::fs::read_to_string(env.room.join("pyproject.toml"))
+        .ok()
+        .and_then(|t| t.parse::<toml::Table>().ok())
+        .and_then(|t| t.get("project")?.get("name")?.as_str().map(str::to_owned));
+    let var = match name {
+        Some(n) => format!(
+            "SETUPTOOLS_SCM_PRETEND_VERSION_FOR_{}",
+            n.to_uppercase().replace(['-', '.'], "_")
+        ),
+        None => "SETUPTOOLS_SCM_PRETEND_VERSION".into(),
+    };
+    Some((var, version))
+}
+
+/// `git describe --tags` output as a PEP 440 version: `v1.2.3` is `1.2.3`, `1.2.3-4-gabcdef0` is
+/// `1.2.3.post4+gabcdef0`; None when the tag is no version.
+fn pep440(described: &str) -> Option<String> {
+    let text = described.trim().trim_start_matches('v');
+    let (tag, suffix) = match text.rsplitn(3, '-').collect::<Vec<_>>()[..] {
+        [sha, n, tag] if sha.starts_with('g') && n.chars().all(|c| c.is_ascii_digit()) => {
+            (tag, Some((n, sha)))
+        }
+        _ => (text, None),
+    };
+    let ok = tag.chars().next().is_some_and(|c| c.is_ascii_digit())
+        && tag.chars().all(|c| c.is_ascii_alphanumeric() || c == '.');
+    if !ok {
+        return None;
+    }
+    Some(match suffix {
+        Some((n, sha)) => format!("{tag}.post{n}+{sha}"),
+        None => tag.to_owned(),
+    })
+}
+
 fn short_hash(path: &Path) -> String {
     let h = Sha256::digest(path.to_string_lossy().as_bytes());
     hex::encode(&h[..6])
@@ -826,6 +887,17 @@ mod tests {
         assert_ne!(one, dependency_hash(dir.path(), &files, &s, "3.12.1"));
         std::fs::write(dir.path().join("setup.py"), "b").unwrap();
         assert_ne!(one, dependency_hash(dir.path(), &files, &s, "3.11.7"));
+    }
+
+    #[test]
+    fn a_described_commit_is_a_pep440_version() {
+        assert_eq!(pep440("9.0.2").as_deref(), Some("9.0.2"));
+        assert_eq!(pep440("v1.2.3").as_deref(), Some("1.2.3"));
+        assert_eq!(
+            pep440("9.0.2-12-gabcdef0").as_deref(),
+            Some("9.0.2.post12+gabcdef0")
+        );
+        assert_eq!(pep440("release-candidate"), None);
     }
 
     #[test]
