@@ -337,6 +337,11 @@ pub fn first_error_line(output: &str) -> String {
     lines
         .iter()
         .find(|l| l.starts_with("ERROR:"))
+        .or_else(|| {
+            // A build's own output ends in its exception, just before pip's `[end of output]`.
+            let end = lines.iter().position(|l| *l == "[end of output]")?;
+            lines[..end].last()
+        })
         .or_else(|| lines.iter().find(stated))
         .or_else(|| lines.iter().find(named))
         .or(lines.last())
@@ -642,7 +647,7 @@ async fn build_shared(
 /// The version setuptools_scm would compute in the user's repository, for the room's commit: a room is a
 /// repository of its own without tags, where setuptools_scm would say `0.1.dev<N>` (and a project that checks
 /// its own version, like pytest's `minversion`, breaks). From the nearest tag: `1.2.3` on it, else
-/// `1.2.3.post<N>+g<sha>`. Set for the project only (`SETUPTOOLS_SCM_PRETEND_VERSION_FOR_<NAME>`) when its
+/// `1.2.3+<N>.g<sha>` (a local version: valid after any tag, `9.2.0.dev0` too). Set for the project only (`SETUPTOOLS_SCM_PRETEND_VERSION_FOR_<NAME>`) when its
 /// name is static, else for every build of the step.
 fn scm_version(env: &StepEnv) -> Option<(String, String)> {
     let room = git2::Repository::open(&env.room).ok()?;
@@ -676,7 +681,7 @@ fn scm_version(env: &StepEnv) -> Option<(String, String)> {
 }
 
 /// `git describe --tags` output as a PEP 440 version: `v1.2.3` is `1.2.3`, `1.2.3-4-gabcdef0` is
-/// `1.2.3.post4+gabcdef0`; None when the tag is no version.
+/// `1.2.3+4.gabcdef0`; None when the tag is no version.
 fn pep440(described: &str) -> Option<String> {
     let text = described.trim().trim_start_matches('v');
     let (tag, suffix) = match text.rsplitn(3, '-').collect::<Vec<_>>()[..] {
@@ -691,7 +696,7 @@ fn pep440(described: &str) -> Option<String> {
         return None;
     }
     Some(match suffix {
-        Some((n, sha)) => format!("{tag}.post{n}+{sha}"),
+        Some((n, sha)) => format!("{tag}+{n}.{sha}"),
         None => tag.to_owned(),
     })
 }
@@ -895,7 +900,7 @@ mod tests {
         assert_eq!(pep440("v1.2.3").as_deref(), Some("1.2.3"));
         assert_eq!(
             pep440("9.0.2-12-gabcdef0").as_deref(),
-            Some("9.0.2.post12+gabcdef0")
+            Some("9.0.2+12.gabcdef0")
         );
         assert_eq!(pep440("release-candidate"), None);
     }
@@ -913,6 +918,11 @@ mod tests {
             "error: invalid command 'bdist_wheel'"
         );
         assert_eq!(first_error_line("a\nb\n"), "b");
+        let raised = "  \u{2570}\u{2500}> [3 lines of output]\n      File \"x.py\"\n      packaging.version.InvalidVersion: Invalid version: '1.0.dev0.post3'\n      [end of output]\nerror: metadata-generation-failed\nhint: See above for details.\n";
+        assert_eq!(
+            first_error_line(raised),
+            "packaging.version.InvalidVersion: Invalid version: '1.0.dev0.post3'"
+        );
     }
 
     #[test]
