@@ -1,7 +1,8 @@
 //! `vouch clean`: removes the agent's workspaces (the worktree registration, its directory and the branch
 //! `vouch/<task-id>`), but never work that exists nowhere else unless `--force`: a branch with commits that
 //! neither the default branch nor the user's HEAD contains, or a worktree with uncommitted changes. The
-//! run's records (under vouch's data directory) go with the workspace they describe.
+//! run's records (under vouch's data directory) go with the workspace they describe. Without task ids it also
+//! removes the gate's shared Python venvs that are not the latest one of their repository.
 
 use std::path::{Path, PathBuf};
 
@@ -95,6 +96,16 @@ pub fn run(args: CleanArgs) -> Result<i32> {
             }
         ))?;
         removed += 1;
+    }
+    if args.ids.is_empty() {
+        // Shared Python venvs of dependency sets no longer in use (see `gate::pyenv`).
+        let rooms = crate::gate::default_cache_dir().join("rooms");
+        for env in crate::gate::pyenv::stale_envs(&rooms) {
+            std::fs::remove_dir_all(&env)
+                .with_context(|| format!("remove python env {}", env.display()))?;
+            out.line(&format!("  removed  python env {}", env.display()))?;
+            removed += 1;
+        }
     }
     out.line(&format!("vouch clean: {removed} removed, {kept} kept"))?;
     out.finish()?;

@@ -21,6 +21,7 @@ pub mod paths;
 mod places;
 pub mod prepare;
 pub mod profile;
+pub mod pyenv;
 pub mod report;
 pub mod results;
 pub mod rules;

@@ -385,6 +385,7 @@ pub(super) fn step_env(prep: &Prepared, room: &Room, places: &Places) -> StepEnv
         profile_env: prep.profile.env.clone(),
         sandbox: prep.sandbox.clone(),
         readable: vec![prep.objects.clone()],
+        python: crate::gate::pyenv::RoomPython::new(prep.profile.python.clone()),
     }
 }
 

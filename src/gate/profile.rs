@@ -22,6 +22,7 @@ use crate::gate::lint::config::Sign;
 use crate::gate::results::Runner;
 
 use crate::gate::paths::Paths;
+use crate::gate::pyenv::PythonSettings;
 
 /// The presets compiled into the binary, by name.
 pub const PRESETS: &[(&str, &str)] = &[
@@ -54,6 +55,9 @@ pub struct Profile {
     pub bite: BitePolicy,
     #[serde(default)]
     pub steps: Vec<Step>,
+    /// Python projects that declare a build system are installed into a venv per room ([`crate::gate::pyenv`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<PythonSettings>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]

@@ -69,7 +69,7 @@ pub(super) async fn check_tools(
             Some(why) if step.required => {
                 return Err(VouchError::infra_hint(
                     format!("step `{}` cannot run: {why}", step.name),
-                    step.install.clone().unwrap_or_else(|| {
+                    steps::install_hint(step, &why, env).unwrap_or_else(|| {
                         "install the tool, or mark the step `required = false` in the profile"
                             .into()
                     }),
@@ -77,9 +77,7 @@ pub(super) async fn check_tools(
                 .into())
             }
             Some(why) => {
-                let hint = step
-                    .install
-                    .as_deref()
+                let hint = steps::install_hint(step, &why, env)
                     .map(|h| format!(" (to run it: {h})"))
                     .unwrap_or_default();
                 skip_notes.push(Some(format!("skipped: {why}{hint}")));
@@ -148,7 +146,9 @@ impl GateRun<'_> {
                             return Err(VouchError::Interrupted.into());
                         }
                         ui.line(&step_line(&run));
-                        if run.report.status != StepStatus::Timeout && self.bite.is_none() {
+                        let judged =
+                            !matches!(run.report.status, StepStatus::Timeout | StepStatus::Error);
+                        if judged && self.bite.is_none() {
                             let took = run.outcome.as_ref().map(|o| o.duration).unwrap_or_default();
                             self.run_bite(step, env, &run.results, took).await?;
                         }

@@ -12,8 +12,10 @@ use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use crate::error::VouchError;
 use crate::gate::outcome::StepStatus;
 use crate::gate::profile::{Step, StepKind};
+use crate::gate::pyenv::{self, RoomPython, State};
 use crate::gate::results::{self, RunOutput, TestResult, TestStatus};
 use crate::process::{self, Outcome, Spec};
 use crate::room::{DriftKind, Room};
@@ -81,6 +83,8 @@ pub struct StepEnv {
     pub sandbox: Sandbox,
     /// Directories the command may read although they are in the hidden home (the repository's objects).
     pub readable: Vec<PathBuf>,
+    /// The room's Python environment, made by the first step that needs it ([`pyenv`]).
+    pub python: RoomPython,
 }
 
 impl StepEnv {
@@ -106,6 +110,9 @@ impl StepEnv {
         let mut env: BTreeMap<String, String> = BTreeMap::new();
         for (k, v) in self.profile_env.iter().chain(step.env.iter()) {
             env.insert(k.clone(), self.expand(v, junit));
+        }
+        if let Some(python) = self.python.activation() {
+            python.apply(&mut env);
         }
         env.into_iter().collect()
     }
@@ -148,7 +155,12 @@ impl StepEnv {
         }
         let policy = Policy {
             writable: vec![self.room.clone(), self.cache.clone(), junit_dir],
-            readable: self.readable.clone(),
+            readable: self
+                .readable
+                .iter()
+                .cloned()
+                .chain(self.python.activation().map(|a| a.shared.clone()))
+                .collect(),
             network: step.network,
         };
         Spec {
@@ -188,6 +200,10 @@ pub async fn missing_tool(
     env: &StepEnv,
     cancel: &CancellationToken,
 ) -> Option<String> {
+    if let Some(State::Failed(_)) = env.python.ensure(step, env, cancel).await {
+        // The step itself reports it, as its error.
+        return None;
+    }
     let junit = env.junit_path(&step.name, ".probe");
     let vars = env.env_for(step, &junit);
     let path = vars
@@ -295,6 +311,16 @@ pub async fn run_step(
     if let Some(note) = not_applicable(step, &env.room) {
         return Ok(skipped(step, env, &junit, note));
     }
+    if let Some(State::Failed(why)) = env.python.ensure(step, env, cancel).await {
+        let mut run = skipped(
+            step,
+            env,
+            &junit,
+            format!("the environment could not be made, nothing was judged: {why}"),
+        );
+        run.report.status = StepStatus::Error;
+        return Ok(run);
+    }
     let _ = std::fs::remove_file(&junit);
     let argv = env.argv_for(&step.raw_argv(), &junit);
     let stem = file_stem(&step.name);
@@ -366,6 +392,9 @@ pub async fn run_step(
     if step.kind == StepKind::Test {
         results = parse_results(step, env, &spec, &junit);
         tests = Some(counts(&results));
+        if status != StepStatus::Pass && note.is_none() {
+            note = missing_module_note(env, &spec, &junit);
+        }
     }
     let report = StepReport {
         name: step.name.clone(),
@@ -396,6 +425,13 @@ pub async fn run_selection(
     timeout: Duration,
     cancel: &CancellationToken,
 ) -> Result<(Vec<TestResult>, Vec<Outcome>)> {
+    if let Some(State::Failed(why)) = env.python.ensure(step, env, cancel).await {
+        return Err(VouchError::infra(format!(
+            "step `{}` cannot run in the {label} room: {why}",
+            step.name
+        ))
+        .into());
+    }
     let mut results = Vec::new();
     let mut outcomes = Vec::new();
     for (i, raw) in commands.iter().enumerate() {
@@ -419,6 +455,28 @@ pub async fn run_selection(
         }
     }
     Ok((results, outcomes))
+}
+
+/// A test run's hint when its output (stdout, or the collection errors in its JUnit XML) says a module is
+/// missing: which module, and whether the project's build makes it or pip installs it.
+fn missing_module_note(env: &StepEnv, spec: &Spec, junit: &Path) -> Option<String> {
+    let stdout = results::read_output(&spec.stdout_path);
+    let junit_text = results::read_lossy(junit).unwrap_or_default();
+    let module = pyenv::missing_module(&stdout).or_else(|| pyenv::missing_module(&junit_text))?;
+    Some(install_hint_for(&module, env))
+}
+
+fn install_hint_for(module: &str, env: &StepEnv) -> String {
+    pyenv::missing_module_hint(module, &env.room, env.python.installs())
+}
+
+/// The hint for a step whose tool is unusable (`why`, from [`missing_tool`]): the missing Python module when
+/// the probe's output names one, else the step's `install` text.
+pub fn install_hint(step: &Step, why: &str, env: &StepEnv) -> Option<String> {
+    match pyenv::missing_module(why) {
+        Some(module) => Some(install_hint_for(&module, env)),
+        None => step.install.clone(),
+    }
 }
 
 /// The per-test results a run of a test step left behind (its output and its JUnit file).

@@ -129,7 +129,11 @@ impl GateRun<'_> {
             run.report.status = StepStatus::Preexisting;
         }
         if let Some(note) = judgement_note(&j, self.opts.strict_baseline, self.opts.no_flaky) {
-            run.report.note = Some(note);
+            // A hint the run itself gave (a missing module) is kept after the judgement.
+            run.report.note = Some(match run.report.note.take() {
+                Some(hint) => format!("{note}; {hint}"),
+                None => note,
+            });
         }
         self.tests.new_failures.extend(j.new_failures);
         self.tests

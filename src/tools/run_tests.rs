@@ -110,6 +110,7 @@ impl TestRunner {
                 profile_env: profile.env.clone(),
                 sandbox,
                 readable,
+                python: Default::default(),
             },
             profile: profile.name.clone(),
             runs: AtomicU32::new(0),

@@ -6,6 +6,7 @@ mod forge;
 mod gate_checks;
 mod gate_go;
 mod gate_node;
+mod gate_pyinstall;
 mod gate_python;
 mod gate_rules;
 mod gate_rust;
