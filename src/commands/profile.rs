@@ -54,6 +54,12 @@ fn console(report: &CiReport, source: &str) -> Vec<String> {
         report.commands,
         report.compared
     ));
+    if !report.skipped.is_empty() {
+        lines.push(format!(
+            "  not compared (they run only on tags, schedules or by hand): {}",
+            report.skipped.join(", ")
+        ));
+    }
     for bad in &report.unreadable {
         lines.push(format!(
             "  {}: not readable as YAML: {}",

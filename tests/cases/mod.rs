@@ -13,6 +13,7 @@ mod hostile;
 mod local_model;
 mod model;
 mod probe;
+mod profile_ci;
 mod reports;
 mod rooms;
 mod sandbox;

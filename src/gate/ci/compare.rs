@@ -119,7 +119,7 @@ fn unwrap_runner(argv: &[String]) -> &[String] {
             .unwrap_or(rest.len());
         let rest = &rest[start..];
         if prog == "pipx" {
-            return rest.get(1..).map(|r| unwrap_runner(r)).unwrap_or(rest);
+            return rest.get(1..).map(unwrap_runner).unwrap_or(rest);
         }
         return rest;
     }
@@ -554,9 +554,40 @@ impl<'a> Collector<'a> {
         gate_step: Option<String>,
         kind: Kind,
     ) {
+        // Each opaque command is its own difference; one run by a variable (`$BUILD_CMD build ...`) is one
+        // per program and subcommand, whatever the matrix passes it.
         let own = matches!(kind, Kind::NotCompared)
             .then(|| command.clone())
-            .flatten();
+            .flatten()
+            .map(|c| match c.starts_with('$') {
+                true => c.split(' ').take(2).collect::<Vec<_>>().join(" "),
+                false => c,
+            });
+        // Features seen in several commands of a job are one difference: their union.
+        if let Kind::Features { features } = &kind {
+            let key = (
+                file.to_owned(),
+                job.to_owned(),
+                Kind::Features {
+                    features: Vec::new(),
+                },
+                None,
+            );
+            let entry = self.found.entry(key).or_insert(Difference {
+                file: file.to_owned(),
+                job: job.to_owned(),
+                command: command.clone(),
+                gate_step: gate_step.clone(),
+                kind: Kind::Features {
+                    features: Vec::new(),
+                },
+            });
+            if let Kind::Features { features: all } = &mut entry.kind {
+                let merged: BTreeSet<String> = all.iter().chain(features).cloned().collect();
+                *all = merged.into_iter().collect();
+            }
+            return;
+        }
         self.found
             .entry((file.to_owned(), job.to_owned(), kind.clone(), own))
             .or_insert(Difference {
@@ -825,7 +856,9 @@ impl<'a> Collector<'a> {
                 kind,
             );
         }
-        self.rust_env(seen, gstep, family == Cargo::Doc || family == Cargo::Test);
+        if family != Cargo::Fmt {
+            self.rust_env(seen, gstep, family == Cargo::Doc || family == Cargo::Test);
+        }
         Family::Compared
     }
 

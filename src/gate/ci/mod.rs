@@ -30,6 +30,8 @@ pub struct CiReport {
     /// The CI files read, relative to the repository root.
     pub files: Vec<String>,
     pub unreadable: Vec<Unreadable>,
+    /// Workflows that run only on tags, schedules or by hand: not compared.
+    pub skipped: Vec<String>,
     /// Commands found in CI (after matrix expansion, counted once per distinct file, job and command).
     pub commands: usize,
     /// Of those, the ones that are tests, builds, lints or format checks vouch compared with the profile.
@@ -164,7 +166,7 @@ impl fmt::Display for Difference {
             Kind::ClippyLints { lints } => format!("`{cmd}` sets lints {}; {step} does not", lints.join(" ")),
             Kind::Env { var, value } => format!("CI sets {var}={value} for `{cmd}`; the gate does not"),
             Kind::Versions { runtime, versions } => format!(
-                "CI tests on {} {}; the gate runs the one on PATH",
+                "CI runs on {} {}; the gate uses the one on PATH",
                 match runtime {
                     Runtime::Python => "Python",
                     Runtime::Go => "Go",
@@ -191,13 +193,14 @@ impl fmt::Display for Difference {
 
 /// Reads the CI definitions under `root` and compares them with `profile`.
 pub fn check(root: &Path, profile: &Profile) -> CiReport {
-    let (files, jobs, unreadable) = workflow::read_all(root);
+    let read = workflow::read_all(root);
     let facts = RepoFacts::read(root);
-    let outcome = compare::compare(&jobs, profile, &facts);
+    let outcome = compare::compare(&read.jobs, profile, &facts);
     CiReport {
         profile: profile.name.clone(),
-        files,
-        unreadable,
+        files: read.files,
+        unreadable: read.unreadable,
+        skipped: read.skipped,
         commands: outcome.commands,
         compared: outcome.compared,
         differences: outcome.differences,

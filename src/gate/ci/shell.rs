@@ -25,12 +25,23 @@ pub struct ShellCommand {
 impl ShellCommand {
     /// The command as a user would type it.
     pub fn text(&self) -> String {
-        shell_words::join(&self.argv)
+        self.argv
+            .iter()
+            .map(|w| {
+                if w.is_empty() || w.chars().any(char::is_whitespace) {
+                    shell_words::quote(w).into_owned()
+                } else {
+                    w.clone()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 }
 
-static VAR: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)").ok());
+static VAR: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:\[[@*]\])?\}|\$([A-Za-z_][A-Za-z0-9_]*)").ok()
+});
 static HEREDOC: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r#"<<-?\s*['"]?([A-Za-z_][A-Za-z0-9_]*)['"]?"#).ok());
 
@@ -93,7 +104,8 @@ pub fn expand(text: &str, vars: &BTreeMap<String, String>) -> String {
             .or_else(|| c.get(2))
             .map(|m| m.as_str())
             .unwrap_or_default();
-        match vars.get(name) {
+        // A value that is itself an expression the workflow reader could not fill in stays unexpanded.
+        match vars.get(name).filter(|v| !v.contains("${{")) {
             Some(v) => v.clone(),
             None => c.get(0).map(|m| m.as_str().to_owned()).unwrap_or_default(),
         }
@@ -124,6 +136,24 @@ fn segments(words: Vec<String>) -> Vec<Vec<String>> {
     out
 }
 
+/// The words less redirections (`> file`, `2>&1`, `>>log`), which are not arguments.
+fn without_redirections(words: Vec<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = words.into_iter();
+    while let Some(w) = it.next() {
+        let op = w.trim_start_matches(|c: char| c.is_ascii_digit() || c == '&');
+        if [">", ">>", "<", "<<<", ">|"].contains(&op) {
+            it.next();
+            continue;
+        }
+        if op.starts_with('>') || op.starts_with('<') {
+            continue;
+        }
+        out.push(w);
+    }
+    out
+}
+
 fn is_assignment(word: &str) -> Option<(String, String)> {
     let (name, value) = word.split_once('=')?;
     let ok = !name.is_empty()
@@ -147,14 +177,24 @@ fn simple(
     {
         words.remove(0);
     }
-    let first = words.first()?;
+    let first = words.first()?.clone();
     if STRUCTURE.contains(&first.as_str()) || (first.ends_with(')') && !first.contains('=')) {
         return None;
     }
-    // An array assignment `X=(a b c)` spans words: not a command.
-    if is_assignment(first).is_some_and(|(_, v)| v.starts_with('(')) {
+    // An array assignment `X=(a b c)` spans words: not a command, but `${X[@]}` later expands to its words.
+    if let Some((name, v)) = is_assignment(&first).filter(|(_, v)| v.starts_with('(')) {
+        let mut items = vec![v.trim_start_matches('(').to_owned()];
+        items.extend(words[1..].iter().cloned());
+        if items.last().is_some_and(|w| w.ends_with(')')) {
+            if let Some(last) = items.last_mut() {
+                *last = last.trim_end_matches(')').to_owned();
+            }
+            items.retain(|w| !w.is_empty());
+            exported.insert(name, shell_words::join(&items));
+        }
         return None;
     }
+    let words = without_redirections(words);
     if first == "export" {
         for w in &words[1..] {
             if let Some((k, v)) = is_assignment(w) {
@@ -264,8 +304,8 @@ mod tests {
         assert_eq!(
             argvs(script),
             vec![
-                words("${CARGO_HACK[@]} --exclude-features a"),
-                words("cat > f <<EOF"),
+                words("cargo hack check --feature-powerset --no-dev-deps --exclude-features a"),
+                words("cat"),
                 words("go test -race ./..."),
             ]
         );

@@ -57,8 +57,19 @@ const GITLAB: &str = ".gitlab-ci.yml";
 const WOODPECKER_FILES: &[&str] = &[".woodpecker.yml", ".woodpecker.yaml"];
 const WOODPECKER_DIR: &str = ".woodpecker";
 
+/// The CI files of a repository, read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CiFiles {
+    /// Every CI file found, relative to the repository root.
+    pub files: Vec<String>,
+    pub jobs: Vec<Job>,
+    pub unreadable: Vec<Unreadable>,
+    /// Workflows that never run on a push to a branch or a pull request (releases, schedules): not compared.
+    pub skipped: Vec<String>,
+}
+
 /// Every CI file found under `root`, each read into its jobs.
-pub fn read_all(root: &Path) -> (Vec<String>, Vec<Job>, Vec<Unreadable>) {
+pub fn read_all(root: &Path) -> CiFiles {
     let mut files: Vec<(String, Format)> = Vec::new();
     for dir in GITHUB_DIRS {
         files.extend(
@@ -80,14 +91,12 @@ pub fn read_all(root: &Path) -> (Vec<String>, Vec<Job>, Vec<Unreadable>) {
             .into_iter()
             .map(|f| (f, Format::Woodpecker)),
     );
-    let mut jobs = Vec::new();
-    let mut bad = Vec::new();
-    let mut names = Vec::new();
+    let mut out = CiFiles::default();
     for (file, format) in files {
         let text = match std::fs::read_to_string(root.join(&file)) {
             Ok(t) => t,
             Err(e) => {
-                bad.push(Unreadable {
+                out.unreadable.push(Unreadable {
                     file,
                     error: e.to_string(),
                 });
@@ -95,15 +104,47 @@ pub fn read_all(root: &Path) -> (Vec<String>, Vec<Job>, Vec<Unreadable>) {
             }
         };
         match parse(&file, &text, format) {
-            Ok(mut j) => jobs.append(&mut j),
-            Err(error) => bad.push(Unreadable {
+            Ok(j) if j.is_empty() && format == Format::Github && !on_changes(&text) => {
+                out.skipped.push(file.clone())
+            }
+            Ok(mut j) => out.jobs.append(&mut j),
+            Err(error) => out.unreadable.push(Unreadable {
                 file: file.clone(),
                 error,
             }),
         }
-        names.push(file);
+        out.files.push(file);
     }
-    (names, jobs, bad)
+    out
+}
+
+/// Whether a workflow's text says it runs on changes (for [`CiFiles::skipped`]).
+fn on_changes(text: &str) -> bool {
+    YamlLoader::load_from_str(text)
+        .ok()
+        .and_then(|d| d.first().map(|doc| runs_on_changes(&doc["on"])))
+        .unwrap_or(true)
+}
+
+/// `on:` names a push to branches, a pull request or a merge queue (not only tags, schedules, releases).
+fn runs_on_changes(on: &Yaml) -> bool {
+    const CHANGES: &[&str] = &["push", "pull_request", "pull_request_target", "merge_group"];
+    match on {
+        Yaml::String(s) => CHANGES.contains(&s.as_str()),
+        Yaml::Array(a) => a.iter().any(runs_on_changes),
+        Yaml::Hash(h) => h.iter().any(|(k, v)| match scalar(k).as_deref() {
+            Some("push") => match v.as_hash() {
+                Some(p) => p
+                    .keys()
+                    .any(|k| !matches!(scalar(k).as_deref(), Some("tags" | "tags-ignore"))),
+                None => true,
+            },
+            Some(k) => CHANGES.contains(&k),
+            None => false,
+        }),
+        // No `on:` at all: not a GitHub trigger this reader understands; compare rather than hide it.
+        _ => true,
+    }
 }
 
 fn yaml_files(root: &Path, dir: &str) -> Vec<String> {
@@ -142,6 +183,9 @@ pub fn parse(file: &str, text: &str, format: Format) -> Result<Vec<Job>, String>
 }
 
 fn github(file: &str, doc: &Yaml, jobs: &mut Vec<Job>) {
+    if !runs_on_changes(&doc["on"]) {
+        return;
+    }
     let workflow_env = string_map(&doc["env"]);
     let workflow_dir = scalar(&doc["defaults"]["run"]["working-directory"]);
     let Some(all) = doc["jobs"].as_hash() else {
@@ -558,6 +602,24 @@ jobs:
         let wp = "steps:\n  lint:\n    image: rust\n    commands:\n      - cargo clippy -- -D warnings\n";
         let jobs = parse(".woodpecker.yml", wp, Format::Woodpecker).unwrap_or_default();
         assert_eq!(runs(&jobs[0]), vec!["cargo clippy -- -D warnings"]);
+    }
+
+    #[test]
+    fn release_and_scheduled_workflows_are_not_read() {
+        let steps = "jobs:\n  a:\n    steps:\n    - run: cargo build --release\n";
+        for (on, read) in [
+            ("on:\n  push:\n    tags: ['*']\n", false),
+            ("on: [schedule, workflow_dispatch]\n", false),
+            (
+                "on:\n  push:\n    branches: [master]\n    tags: ['*']\n",
+                true,
+            ),
+            ("on: [push]\n", true),
+            ("on:\n  pull_request:\n", true),
+        ] {
+            let jobs = parse("w.yml", &format!("{on}{steps}"), Format::Github).unwrap_or_default();
+            assert_eq!(jobs.len(), usize::from(read), "{on}");
+        }
     }
 
     #[test]
