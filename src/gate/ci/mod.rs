@@ -147,7 +147,8 @@ impl fmt::Display for Difference {
         let what = match &self.kind {
             Kind::AllFeatures => format!("`{cmd}` enables all features; {step} does not"),
             Kind::Features { features } => {
-                format!("`{cmd}` enables features {}; {step} does not", features.join(", "))
+                // The features of all the job's commands, merged: `cmd` is the first that names one.
+                format!("CI enables features {} (first in `{cmd}`); {step} does not", features.join(", "))
             }
             Kind::NoDefaultFeatures => format!("`{cmd}` builds without default features; {step} does not"),
             Kind::Workspace => format!("`{cmd}` covers the whole workspace; {step} only the root package"),
