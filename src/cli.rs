@@ -383,7 +383,9 @@ const PROFILE_EXAMPLES: &str = "\
 Examples:
   vouch profile                 the profile `vouch gate` would use for the repository here
   vouch profile --name rust     the shipped Rust preset
-  vouch profile --list          the shipped presets";
+  vouch profile --list          the shipped presets
+  vouch profile --ci            where the gate is narrower than the repository's CI
+  vouch profile --ci --name rust --json ci.json   the Rust preset against CI, also as JSON";
 
 /// How the gate judges a change: the checks `vouch gate` and `vouch run` share.
 #[derive(Debug, Clone, Default, Args)]
@@ -536,6 +538,14 @@ pub struct ProfileArgs {
     /// List the shipped presets.
     #[arg(long)]
     pub list: bool,
+
+    /// Compare the profile with the repository's CI (GitHub/Forgejo workflows, GitLab, Woodpecker): what CI runs that the gate does not.
+    #[arg(long)]
+    pub ci: bool,
+
+    /// Write the CI comparison as JSON to FILE (implies --ci).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 /// `vouch toolcalls`.

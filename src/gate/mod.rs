@@ -13,6 +13,7 @@ pub mod baseline;
 pub mod bite;
 pub mod cargo;
 mod checks;
+pub mod ci;
 pub mod findings;
 pub mod judge;
 pub mod lint;

@@ -15,6 +15,7 @@ mod local_model;
 mod model;
 mod probe;
 mod probe_run;
+mod profile_ci;
 mod reports;
 mod rooms;
 mod sandbox;
