@@ -632,3 +632,50 @@ fn push_over_smart_http_sends_the_token_through_the_credential_callback() {
     );
     assert_eq!(files_with_token(f.repo.tmp.path()), Vec::<PathBuf>::new());
 }
+
+#[test]
+fn https_and_ssh_remotes_are_pushed_through_tls_and_ssh_transports() {
+    let f = fixture();
+    let forge = FakeForge::start();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let repo = f.repo.dir.to_str().unwrap().to_string();
+    for remote in [
+        format!("https://127.0.0.1:{port}/o/r.git"),
+        format!("ssh://git@127.0.0.1:{port}/o/r.git"),
+    ] {
+        let run = f.repo.vouch_env(
+            &[
+                "pr",
+                "--branch",
+                "vouch/t",
+                "--repo",
+                &repo,
+                "--remote",
+                &remote,
+                "--forge",
+                "github",
+                "--forge-repo",
+                "o/r",
+                "--api-url",
+                &forge.url,
+            ],
+            &[("GITHUB_TOKEN", TOKEN), ("SSH_AUTH_SOCK", "")],
+        );
+        assert_no_token(&run);
+        assert_eq!(run.code, 3, "{remote}: {}\n{}", run.stdout, run.stderr);
+        assert!(
+            !run.stderr.contains("unsupported URL protocol"),
+            "{remote}: this build has no transport for it: {}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains("cannot reach the remote")
+                && run.stderr.contains("failed to connect to 127.0.0.1"),
+            "{remote}: {}",
+            run.stderr
+        );
+    }
+    assert!(forge.seen().is_empty(), "no pull request without a push");
+}
