@@ -157,7 +157,7 @@ pub fn remote_url(repo_dir: &Path, remote: &str) -> Option<String> {
 /// A transport failure (DNS, connection, TLS, SSH) is a network error with libgit2's message; anything else
 /// stays a git error.
 /// (libgit2 reports a refused connection as an OS error, so an OS error of a networked remote counts too.)
-fn classify(e: git2::Error, networked: bool) -> PushError {
+pub(super) fn classify(e: git2::Error, networked: bool) -> PushError {
     use git2::ErrorClass;
     match e.class() {
         ErrorClass::Net | ErrorClass::Ssl | ErrorClass::Ssh | ErrorClass::Http => {
@@ -169,7 +169,7 @@ fn classify(e: git2::Error, networked: bool) -> PushError {
 }
 
 /// Whether a remote URL goes over the network (not a path or `file://`).
-fn is_networked(url: &str) -> bool {
+pub(super) fn is_networked(url: &str) -> bool {
     match url.split_once("://") {
         Some((scheme, _)) => scheme != "file",
         None => super::parse_remote(url).is_some(),
@@ -191,7 +191,7 @@ fn redact_message(message: &str) -> String {
         .join(" ")
 }
 
-fn open_remote<'r>(repo: &'r Repository, remote: &str) -> Result<Remote<'r>, PushError> {
+pub(super) fn open_remote<'r>(repo: &'r Repository, remote: &str) -> Result<Remote<'r>, PushError> {
     match repo.find_remote(remote) {
         Ok(r) => Ok(r),
         Err(_) if remote.contains('/') || remote.contains(':') => {
@@ -203,7 +203,10 @@ fn open_remote<'r>(repo: &'r Repository, remote: &str) -> Result<Remote<'r>, Pus
 
 /// The credential callback: the token once over HTTP(S), the SSH agent once, then a clear error (libgit2
 /// asks again after a refusal; asking forever would hang).
-fn callbacks<'a>(creds: &'a Credentials, failed: &'a Cell<Option<String>>) -> RemoteCallbacks<'a> {
+pub(super) fn callbacks<'a>(
+    creds: &'a Credentials,
+    failed: &'a Cell<Option<String>>,
+) -> RemoteCallbacks<'a> {
     let mut callbacks = RemoteCallbacks::new();
     let tries = Cell::new(0u32);
     callbacks.credentials(move |url, user_from_url, allowed| {
