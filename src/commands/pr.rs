@@ -87,8 +87,11 @@ pub(super) struct ForgeSetup {
 
 impl ForgeSetup {
     /// The settings for the repository around `repo`: flags win over the files' `[forge]`.
+    /// A run's worktree holds files the model wrote: its main checkout's `vouch.toml` is read instead.
     pub fn load(repo: &Path, flags: &ForgeArgs, draft: bool) -> Result<ForgeSetup> {
-        let file = Settings::from_files(repo)?.forge.unwrap_or_default();
+        let file = Settings::from_files(&main_checkout(repo))?
+            .forge
+            .unwrap_or_default();
         Ok(ForgeSetup {
             explicit: Explicit {
                 forge: flags.forge.or(file.forge),
@@ -144,6 +147,15 @@ impl ForgeSetup {
             user: target.forge.git_user().to_string(),
         }
     }
+}
+
+/// The main checkout of the repository around `dir` when `dir` is in a linked worktree, else `dir`.
+fn main_checkout(dir: &Path) -> PathBuf {
+    git2::Repository::discover(dir)
+        .ok()
+        .filter(|r| r.is_worktree())
+        .and_then(|r| r.commondir().parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| dir.to_path_buf())
 }
 
 /// One pull request to push and open or update: what `vouch pr` and `vouch run --open-pr` share.
@@ -421,4 +433,44 @@ pub(super) fn after_run(report: &RunReport, setup: &ForgeSetup, after: &AfterRun
         out.finish()?;
     }
     errors.into_iter().next().map_or(Ok(()), Err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_worktree_reads_the_forge_settings_of_its_main_checkout() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("main");
+        let repo = git2::Repository::init(&main).unwrap();
+        let sig = git2::Signature::now("a", "a@b.c").unwrap();
+        let tree = repo
+            .find_tree(repo.index().unwrap().write_tree().unwrap())
+            .unwrap();
+        repo.commit(Some("HEAD"), &sig, &sig, "init", &tree, &[])
+            .unwrap();
+        let wt = dir.path().join("wt");
+        repo.worktree("wt", &wt, None).unwrap();
+        std::fs::write(wt.join("vouch.toml"), "[forge]\nrepo = \"evil/x\"\n").unwrap();
+        std::fs::write(
+            main.join("vouch.toml"),
+            "[forge]\nrepo = \"o/r\"\ndraft = true\n",
+        )
+        .unwrap();
+        let setup = ForgeSetup::load(&wt, &ForgeArgs::default(), false).unwrap();
+        assert_eq!(setup.explicit.repo.as_deref(), Some("o/r"));
+        assert!(setup.draft);
+        assert_eq!(setup.remote, "origin");
+        let flags = ForgeArgs {
+            forge_repo: Some("x/y".into()),
+            remote: Some("up".into()),
+            ..ForgeArgs::default()
+        };
+        let setup = ForgeSetup::load(&main, &flags, false).unwrap();
+        assert_eq!(
+            (setup.explicit.repo.as_deref(), setup.remote.as_str()),
+            (Some("x/y"), "up")
+        );
+    }
 }

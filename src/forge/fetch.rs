@@ -41,6 +41,38 @@ pub fn fetch_pr(
         .url()
         .map(str::to_string)
         .ok_or_else(|| PushError::Git(git2::Error::from_str("the remote has no URL")))?;
+    // libgit2 writes FETCH_HEAD whatever the update flags say: it is put back as it was.
+    let fetch_head = repo.path().join("FETCH_HEAD");
+    let kept = std::fs::read(&fetch_head).ok();
+    let fetched = fetch_both(&repo, &url, number, pr, creds);
+    let restored = match kept {
+        Some(bytes) => std::fs::write(&fetch_head, bytes),
+        None => std::fs::remove_file(&fetch_head).or_else(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        }),
+    };
+    fetched?;
+    restored.map_err(|e| {
+        PushError::Git(git2::Error::from_str(&format!(
+            "restore {}: {e}",
+            fetch_head.display()
+        )))
+    })?;
+    revisions(&repo, number, pr)
+}
+
+/// Fetches the base branch and the head into vouch's refs.
+fn fetch_both(
+    repo: &Repository,
+    url: &str,
+    number: u64,
+    pr: &PrHead,
+    creds: &Credentials,
+) -> Result<(), PushError> {
     let base_ref = vouch_ref(number, "base");
     let head_ref = vouch_ref(number, "head");
     let mut specs = vec![format!("+refs/heads/{}:{base_ref}", pr.base_ref)];
@@ -48,19 +80,26 @@ pub fn fetch_pr(
     if fork.is_none() {
         specs.push(format!("+{}:{head_ref}", pr.pull_ref));
     }
-    fetch(&repo, &url, &specs, creds)?;
+    fetch(repo, url, &specs, creds)?;
     if let Some(fork) = fork {
         let anonymous = Credentials {
             token: None,
             user: creds.user.clone(),
         };
         fetch(
-            &repo,
+            repo,
             fork,
             &[format!("+refs/heads/{}:{head_ref}", pr.head_ref)],
             &anonymous,
         )?;
     }
+    Ok(())
+}
+
+/// The fetched revisions: the forge's head when its commit is here, and the merge base with the base tip.
+fn revisions(repo: &Repository, number: u64, pr: &PrHead) -> Result<Fetched, PushError> {
+    let base_ref = vouch_ref(number, "base");
+    let head_ref = vouch_ref(number, "head");
     let base_tip = repo.refname_to_id(&base_ref)?;
     let fetched_head = repo.refname_to_id(&head_ref)?;
     // The forge's head is the one its answer (and the status vouch posts) names; a head that moved between
@@ -94,8 +133,7 @@ fn fetch(
     opts.remote_callbacks(callbacks(creds, &auth_failed));
     opts.download_tags(AutotagOption::None);
     let specs: Vec<&str> = specs.iter().map(String::as_str).collect();
-    // Download, then update only the refspecs' own refs: `Remote::fetch` writes FETCH_HEAD even when
-    // told not to.
+    // Download, then update the refspecs' own refs only.
     let downloaded = remote.download(&specs, Some(&mut opts));
     drop(opts);
     downloaded.map_err(|e| {
