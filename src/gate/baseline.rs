@@ -3,8 +3,10 @@
 //!
 //! The baseline is lazy: it is fetched only when a test fails at head. The cache key also covers the build,
 //! custom and test steps' definitions, the profile environment and the tools' binaries (path and modification
-//! time), so a toolchain upgrade or a profile edit runs the baseline again. A base that does not build, or a
-//! base step that times out, gives no baseline: head is then judged on its own, and the report says so.
+//! time), so a toolchain upgrade or a profile edit runs the baseline again. A failing build step at base does
+//! not stop it (the test step builds what the tests need); a test step that fails without any result (base
+//! does not build), or a base step that times out, gives no baseline: head is then judged on its own, and the
+//! report says so.
 
 use std::path::{Path, PathBuf};
 
@@ -16,7 +18,7 @@ use crate::error::VouchError;
 use crate::gate::outcome::Baseline;
 use crate::gate::places::{open_room, places, step_env};
 use crate::gate::profile::{Profile, Step, StepKind};
-use crate::gate::results::TestResult;
+use crate::gate::results::{TestResult, TestStatus};
 use crate::gate::schedule::step_line;
 use crate::gate::steps;
 use crate::gate::GateRun;
@@ -25,7 +27,7 @@ use crate::gate::GateRun;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BaseRun {
     pub base_tree: String,
-    /// The build (or test) step that failed without running tests, when base does not build.
+    /// The step that kept base's tests from running (the first failing build step, else the test step).
     pub broken: Option<String>,
     pub exit_code: Option<i32>,
     pub results: Vec<TestResult>,
@@ -34,6 +36,8 @@ pub struct BaseRun {
 /// The cache key for a base tree under a profile and toolchain.
 pub fn key(base_tree: &str, steps_fingerprint: &str) -> String {
     let mut h = Sha256::new();
+    // The version of what a cached run means: 2 since a failing build step no longer makes base broken.
+    h.update(b"baseline 2\0");
     h.update(base_tree.as_bytes());
     h.update([0]);
     h.update(steps_fingerprint.as_bytes());
@@ -138,6 +142,7 @@ impl GateRun<'_> {
         let mut results = Vec::new();
         let mut broken = None;
         let mut exit_code = None;
+        let mut failed_build = None;
         for step in base_steps {
             if steps::not_applicable(step, room.dir()).is_some()
                 || steps::missing_tool(step, &env, self.cancel).await.is_some()
@@ -160,15 +165,23 @@ impl GateRun<'_> {
                 return Ok(None);
             }
             if step.kind == StepKind::Test {
-                if run.results.is_empty() && !outcome.success() {
-                    broken = Some(step.name.clone());
+                // After a failing build step, tests that only "fail" (a Go package that does not build
+                // reports its tests failed) are no baseline: base runs tests when some pass.
+                let ran = if failed_build.is_some() {
+                    run.results.iter().any(|r| r.status == TestStatus::Pass)
+                } else {
+                    !run.results.is_empty()
+                };
+                if !ran && !outcome.success() {
+                    broken = Some(failed_build.take().unwrap_or_else(|| step.name.clone()));
                     break;
                 }
                 exit_code = outcome.exit_code;
                 results.extend(run.results);
-            } else if !outcome.success() {
-                broken = Some(step.name.clone());
-                break;
+            } else if !outcome.success() && failed_build.is_none() {
+                // A build step that fails at base (a bench needing nightly under `--all-targets`) does not
+                // make base unusable: the test step builds what the tests need, and says so by running them.
+                failed_build = Some(step.name.clone());
             }
         }
         let base_run = BaseRun {

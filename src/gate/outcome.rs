@@ -225,8 +225,11 @@ impl BiteMethod {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum HunkStatus {
-    /// A selected test fails (or does not build) with this hunk reverted.
+    /// A selected test fails with this hunk reverted.
     Guarded,
+    /// With this hunk reverted alone the tree does not build: the rest of the change (or a test) needs it to
+    /// compile, so no test run can judge it alone. Not a proof either way; never counted as unguarded.
+    NeededToBuild,
     /// Every selected test passes with this hunk reverted.
     Unguarded,
     /// Not checked: comments or docs only, out of the time budget, or the run could not finish.
@@ -237,6 +240,7 @@ impl HunkStatus {
     pub fn name(self) -> &'static str {
         match self {
             HunkStatus::Guarded => "guarded",
+            HunkStatus::NeededToBuild => "needed-to-build",
             HunkStatus::Unguarded => "unguarded",
             HunkStatus::Skipped => "skipped",
         }
@@ -381,6 +385,7 @@ mod tests {
         }
         for h in [
             HunkStatus::Guarded,
+            HunkStatus::NeededToBuild,
             HunkStatus::Unguarded,
             HunkStatus::Skipped,
         ] {

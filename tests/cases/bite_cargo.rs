@@ -221,6 +221,43 @@ fn a_compile_only_bite_whose_test_passes_against_a_stub_is_inert() {
 }
 
 #[test]
+fn a_hunk_the_rest_of_the_change_needs_to_build_is_needed_to_build_not_guarded() {
+    // Reverting the new helper alone leaves its caller without it: the tree does not build, which says
+    // nothing about whether a test checks the helper.
+    let base = "/// The absolute value.\npub fn abs(x: i64) -> i64 {\n    x\n}\n\n/// Twice x.\npub fn double(x: i64) -> i64 {\n    x * 2\n}\n";
+    let head = "/// The absolute value.\npub fn abs(x: i64) -> i64 {\n    if x < 0 {\n        negate(x)\n    } else {\n        x\n    }\n}\n\n/// Twice x.\npub fn double(x: i64) -> i64 {\n    x * 2\n}\n\nfn negate(x: i64) -> i64 {\n    -x\n}\n";
+    let r = Repo::with_files(&[
+        ("Cargo.toml", CALC_TOML),
+        (".gitignore", "/target\n"),
+        ("src/lib.rs", base),
+    ]);
+    r.write("src/lib.rs", head);
+    r.write(
+        "tests/abs.rs",
+        "#[test]\nfn negative() {\n    assert_eq!(calc::abs(-3), 3);\n}\n",
+    );
+    r.commit("fix abs with a helper");
+    let g = r.gate(&["--base", "HEAD~1", "--bite-hunks", "require"]);
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    let hunks: Vec<(String, String)> = g.report()["bite"]["hunks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no hunks: {}", g.explain()))
+        .iter()
+        .map(|h| {
+            (
+                h["lines"].as_str().unwrap().to_owned(),
+                h["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String)> = [("3-7", "guarded"), ("14-17", "needed-to-build")]
+        .iter()
+        .map(|(l, s)| (l.to_string(), s.to_string()))
+        .collect();
+    assert_eq!(hunks, want, "{}", g.explain());
+}
+
+#[test]
 fn a_production_hunk_no_test_notices_is_unguarded_and_fails_only_when_required() {
     let base = "/// The absolute value.\npub fn abs(x: i64) -> i64 {\n    x\n}\n\n/// Twice x.\npub fn double(x: i64) -> i64 {\n    x * 2\n}\n\n/// Half x.\npub fn half(x: i64) -> i64 {\n    x / 2\n}\n";
     let head = "/// The absolute value.\npub fn abs(x: i64) -> i64 {\n    if x < 0 {\n        -x\n    } else {\n        x\n    }\n}\n\n/// Twice x, by addition.\npub fn double(x: i64) -> i64 {\n    x * 2\n}\n\n/// Half x.\npub fn half(x: i64) -> i64 {\n    x >> 1\n}\n";

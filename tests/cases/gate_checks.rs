@@ -68,6 +68,38 @@ fn a_bench_that_needs_nightly_fails_at_base_too_and_does_not_fail_a_correct_fix(
 }
 
 #[test]
+fn a_build_step_failing_at_base_still_gives_a_baseline_for_preexisting_test_failures() {
+    // `cargo build --all-targets` fails at base (a nightly-only bench), but the tests build and run there:
+    // a test that fails at base and head alike is pre-existing, not blamed on the fix.
+    let repo = Repo::with_files(&[
+        ("Cargo.toml", CARGO_TOML),
+        (".gitignore", "/target\n"),
+        ("src/lib.rs", LIB),
+        ("tests/api.rs", API_TEST),
+        (
+            "tests/legacy.rs",
+            "#[test]\nfn legacy_is_broken() {\n    assert_eq!(calc::add(2, 2), 5);\n}\n",
+        ),
+        (
+            "benches/b.rs",
+            "#![feature(test)]\nextern crate test;\n\n#[bench]\nfn bench_add(b: &mut test::Bencher) {\n    b.iter(|| calc::add(1, 2));\n}\n",
+        ),
+    ]);
+    commit_abs_fix(&repo, LIB);
+    let g = repo.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    assert_eq!(g.step("build")["status"], "preexisting", "{}", g.explain());
+    assert_eq!(g.report()["tests"]["baseline"], "ran", "{}", g.explain());
+    assert_eq!(
+        g.tests("preexisting_failures"),
+        vec!["legacy@tests/legacy.rs::legacy_is_broken".to_string()],
+        "{}",
+        g.explain()
+    );
+    assert!(g.tests("new_failures").is_empty(), "{}", g.explain());
+}
+
+#[test]
 fn a_build_error_of_the_change_is_blamed_even_beside_a_broken_bench() {
     let bench = "#![feature(test)]\nextern crate test;\n\n#[bench]\nfn bench_add(b: &mut test::Bencher) {\n    b.iter(|| calc::add(1, 2));\n}\n";
     let repo = Repo::with_files(&[

@@ -9,18 +9,16 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use similar::TextDiff;
 
-use crate::gate::bite::plan::Overlay;
+use crate::gate::bite::plan::{head_overlay, Overlay};
 use crate::gate::bite::{BiteHunk, BiteReport, Plan};
 use crate::gate::cargo::Layout;
 use crate::gate::outcome::{HunkStatus, TestOutcome};
-use crate::gate::paths::PathClass;
 use crate::gate::profile::{HunkPolicy, Step};
 use crate::gate::steps::{human, plural};
 use crate::gate::GateRun;
-use crate::git::ChangeKind;
 use crate::room::OverlayFile;
 
 use super::run::Limits;
@@ -134,44 +132,21 @@ fn neutral(path: &str, line: &str) -> bool {
 /// Head's tree as an overlay on base, and the production hunks of the change.
 fn head_overlay_and_hunks(gate: &GateRun<'_>) -> Result<(Overlay, Vec<Hunk>)> {
     let prep = gate.prep;
-    let repo = crate::git::open_objects(&prep.objects)?;
-    let base = git2::Oid::from_str(&prep.base.sha)?;
-    let head = git2::Oid::from_str(&prep.head.sha)?;
-    let head_tree = repo.find_commit(head)?.tree()?;
-    let mut overlay = Vec::new();
     let mut hunks = Vec::new();
-    for c in &prep.changes {
-        let old_path = c.old_path.as_deref().unwrap_or(&c.path);
-        if c.change == ChangeKind::Renamed && old_path != c.path {
-            overlay.push((old_path.to_owned(), None));
-        }
-        let at_head = if c.change == ChangeKind::Deleted {
-            None
+    let overlay = head_overlay(prep, |at| {
+        let c = at.change;
+        let from = if c.mixed {
+            prep.mixed.get(&c.path).cloned()
         } else {
-            let entry = head_tree
-                .get_path(Path::new(&c.path))
-                .with_context(|| format!("{} at head", c.path))?;
-            let blob = repo.find_blob(entry.id())?;
-            Some(OverlayFile {
-                content: blob.content().to_vec(),
-                executable: entry.filemode() == 0o100755,
-            })
+            at.base_text.clone()
         };
-        if c.class == PathClass::Production {
-            let from = if c.mixed {
-                prep.mixed.get(&c.path).cloned()
-            } else if c.change == ChangeKind::Added {
-                None
-            } else {
-                crate::git::file_text(&repo, base, old_path)
-            };
-            let to = at_head
-                .as_ref()
-                .and_then(|f| String::from_utf8(f.content.clone()).ok());
-            hunks.extend(file_hunks(&c.path, from.as_deref(), to.as_deref()));
-        }
-        overlay.push((c.path.clone(), at_head));
-    }
+        let to = at
+            .file
+            .as_ref()
+            .and_then(|f| std::str::from_utf8(&f.content).ok());
+        hunks.extend(file_hunks(&c.path, from.as_deref(), to));
+        Ok(())
+    })?;
     Ok((overlay, hunks))
 }
 
@@ -249,17 +224,20 @@ impl GateRun<'_> {
                         layout,
                     )
                     .await?;
-                let noticed = run
+                let failed = run.tests.iter().find(|t| t.outcome == TestOutcome::Bites);
+                let unbuilt = run
                     .tests
                     .iter()
-                    .find(|t| matches!(t.outcome, TestOutcome::Bites | TestOutcome::BitesBuild));
-                if let Some(t) = noticed {
+                    .find(|t| t.outcome == TestOutcome::BitesBuild);
+                if let Some(t) = failed {
                     row.status = HunkStatus::Guarded;
-                    row.note = Some(if t.outcome == TestOutcome::BitesBuild {
-                        format!("{} does not build without it", t.id)
-                    } else {
-                        format!("{} fails without it", t.id)
-                    });
+                    row.note = Some(format!("{} fails without it", t.id));
+                } else if let Some(t) = unbuilt {
+                    row.status = HunkStatus::NeededToBuild;
+                    row.note = Some(format!(
+                        "{} does not build without it: the rest of the change needs it, so no test judges it alone",
+                        t.id
+                    ));
                 } else if run.tests.iter().any(|t| t.outcome == TestOutcome::Timeout) {
                     row.note = Some("the run did not finish in time".into());
                 } else if run.tests.iter().any(|t| t.outcome == TestOutcome::Inert) {

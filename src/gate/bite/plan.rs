@@ -28,6 +28,58 @@ pub struct Input<'a> {
 /// A tree as files laid over base: replaced (`Some`) or removed (`None`).
 pub type Overlay = Vec<(String, Option<OverlayFile>)>;
 
+/// One changed path as it is at head, for a tree laid over base that starts from head (the stub and per-hunk
+/// checks): the file at head (None: deleted) and, for production files, its text at base (None: added).
+pub struct AtHead<'a> {
+    pub change: &'a crate::gate::report::ChangedFile,
+    pub file: Option<OverlayFile>,
+    pub base_text: Option<String>,
+}
+
+/// Head's tree as an overlay on base: every changed path as at head (a renamed file's old path removed), each
+/// production file passed to `edit` first, which may rewrite it (`file`) and look at its base text.
+pub fn head_overlay(
+    prep: &crate::gate::Prepared,
+    mut edit: impl FnMut(&mut AtHead<'_>) -> Result<()>,
+) -> Result<Overlay> {
+    let repo = crate::git::open_objects(&prep.objects)?;
+    let base = git2::Oid::from_str(&prep.base.sha)?;
+    let head = git2::Oid::from_str(&prep.head.sha)?;
+    let head_tree = repo.find_commit(head)?.tree()?;
+    let mut overlay = Vec::new();
+    for c in &prep.changes {
+        let old_path = c.old_path.as_deref().unwrap_or(&c.path);
+        if c.change == ChangeKind::Renamed && old_path != c.path {
+            overlay.push((old_path.to_owned(), None));
+        }
+        let file = if c.change == ChangeKind::Deleted {
+            None
+        } else {
+            let entry = head_tree
+                .get_path(Path::new(&c.path))
+                .with_context(|| format!("{} at head", c.path))?;
+            let blob = repo.find_blob(entry.id())?;
+            Some(OverlayFile {
+                content: blob.content().to_vec(),
+                executable: entry.filemode() == 0o100755,
+            })
+        };
+        let mut at = AtHead {
+            change: c,
+            file,
+            base_text: None,
+        };
+        if c.class == PathClass::Production {
+            if c.change != ChangeKind::Added {
+                at.base_text = crate::git::file_text(&repo, base, old_path);
+            }
+            edit(&mut at)?;
+        }
+        overlay.push((c.path.clone(), at.file));
+    }
+    Ok(overlay)
+}
+
 /// The reverted tree's overlay and the test changes, read from the user's repository (read-only).
 pub struct Plan {
     pub overlay: Overlay,

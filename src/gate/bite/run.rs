@@ -154,15 +154,8 @@ impl GateRun<'_> {
                         t.method = Some(BiteMethod::Revert);
                     }
                 }
-                self.stub_build_only(
-                    step,
-                    &plan,
-                    &mut selected,
-                    limits,
-                    layout.as_ref(),
-                    &mut report,
-                )
-                .await?;
+                self.stub_build_only(step, &mut selected, limits, layout.as_ref(), &mut report)
+                    .await?;
                 tests.extend(selected);
             }
             tests.sort_by(|a, b| a.id.cmp(&b.id));

@@ -13,19 +13,16 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use syn::spanned::Spanned;
 
-use crate::gate::bite::plan::Overlay;
-use crate::gate::bite::{BiteReport, BiteTest, Plan};
+use crate::gate::bite::plan::{head_overlay, Overlay};
+use crate::gate::bite::{BiteReport, BiteTest};
 use crate::gate::cargo::Layout;
 use crate::gate::outcome::{BiteMethod, TestOutcome};
-use crate::gate::paths::PathClass;
 use crate::gate::profile::Step;
 use crate::gate::results::Runner;
 use crate::gate::GateRun;
-use crate::git::ChangeKind;
-use crate::room::OverlayFile;
 
 use super::run::Limits;
 
@@ -315,50 +312,22 @@ fn sitter_walk(
 
 /// Head's tree as an overlay on base, with the new and changed functions of its production files stubbed;
 /// the stubbed functions as `file: key`. None when nothing could be stubbed.
-fn stubbed_overlay(gate: &GateRun<'_>, plan: &Plan) -> Result<Option<(Overlay, Vec<String>)>> {
-    let prep = gate.prep;
-    let repo = crate::git::open_objects(&prep.objects)?;
-    let base = git2::Oid::from_str(&prep.base.sha)?;
-    let head = git2::Oid::from_str(&prep.head.sha)?;
-    let head_tree = repo.find_commit(head)?.tree()?;
-    let mut overlay = Vec::new();
+fn stubbed_overlay(gate: &GateRun<'_>) -> Result<Option<(Overlay, Vec<String>)>> {
     let mut stubbed = Vec::new();
-    for c in &prep.changes {
-        let old_path = c.old_path.as_deref().unwrap_or(&c.path);
-        if c.change == ChangeKind::Deleted {
-            overlay.push((c.path.clone(), None));
-            continue;
+    let overlay = head_overlay(gate.prep, |at| {
+        let path = &at.change.path;
+        let (Some(lang), Some(file)) = (Lang::of(path), at.file.as_mut()) else {
+            return Ok(());
+        };
+        let Ok(text) = std::str::from_utf8(&file.content) else {
+            return Ok(());
+        };
+        if let Some((new_text, keys)) = stub_file(lang, at.base_text.as_deref(), text) {
+            stubbed.extend(keys.iter().map(|k| format!("{path}: {k}")));
+            file.content = new_text.into_bytes();
         }
-        if c.change == ChangeKind::Renamed && old_path != c.path {
-            overlay.push((old_path.to_owned(), None));
-        }
-        let entry = head_tree
-            .get_path(Path::new(&c.path))
-            .with_context(|| format!("{} at head", c.path))?;
-        let blob = repo.find_blob(entry.id())?;
-        let executable = entry.filemode() == 0o100755;
-        let mut content = blob.content().to_vec();
-        if c.class == PathClass::Production {
-            if let (Some(lang), Ok(text)) = (Lang::of(&c.path), std::str::from_utf8(&content)) {
-                let old = match c.change {
-                    ChangeKind::Added => None,
-                    _ => crate::git::file_text(&repo, base, old_path),
-                };
-                if let Some((new_text, keys)) = stub_file(lang, old.as_deref(), text) {
-                    stubbed.extend(keys.iter().map(|k| format!("{}: {k}", c.path)));
-                    content = new_text.into_bytes();
-                }
-            }
-        }
-        overlay.push((
-            c.path.clone(),
-            Some(OverlayFile {
-                content,
-                executable,
-            }),
-        ));
-    }
-    let _ = plan;
+        Ok(())
+    })?;
     Ok((!stubbed.is_empty()).then_some((overlay, stubbed)))
 }
 
@@ -369,7 +338,6 @@ impl GateRun<'_> {
     pub(super) async fn stub_build_only(
         &mut self,
         step: &Step,
-        plan: &Plan,
         tests: &mut [BiteTest],
         limits: Limits,
         layout: Option<&Layout>,
@@ -385,7 +353,7 @@ impl GateRun<'_> {
         {
             return Ok(());
         }
-        let Some((overlay, stubbed)) = tokio::task::block_in_place(|| stubbed_overlay(self, plan))?
+        let Some((overlay, stubbed)) = tokio::task::block_in_place(|| stubbed_overlay(self))?
         else {
             report.warnings.push(format!(
                 "only fail to build without the change, and no new or changed function could be stubbed to check them: {}",
