@@ -47,22 +47,14 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import mswea
+from mswea import GIT_ENV, MSWEA_VERSION
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOUCH = os.path.join(ROOT, "target", "release", "vouch")
-MSWEA_VERSION = "2.4.6"
-VENV = os.path.expanduser("~/.cache/vouch-bench-venv")
 TURNS = 50
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 EXTRA_VOUCH_ARGS = []
-GIT_ENV = {
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_AUTHOR_NAME": "bench",
-    "GIT_AUTHOR_EMAIL": "bench@example.com",
-    "GIT_COMMITTER_NAME": "bench",
-    "GIT_COMMITTER_EMAIL": "bench@example.com",
-    "GIT_TERMINAL_PROMPT": "0",
-}
 
 # ---------------------------------------------------------------------------------------------------------
 # The fixture.
@@ -350,43 +342,13 @@ def run_vouch(server, work, i, turns):
     return m
 
 
-def ensure_venv():
-    py = os.path.join(VENV, "bin", "python")
-    mini = os.path.join(VENV, "bin", "mini")
-    with tempfile.TemporaryDirectory(prefix="mswea-") as cfg:  # importing it creates its config dir
-        env = dict(os.environ, MSWEA_SILENT_STARTUP="1", MSWEA_GLOBAL_CONFIG_DIR=cfg)
-        r = subprocess.run([py, "-c", "import minisweagent; print(minisweagent.__version__)"],
-                           capture_output=True, text=True, env=env) if os.path.exists(py) else None
-    if r is None or r.returncode != 0 or r.stdout.strip().splitlines()[-1:] != [MSWEA_VERSION]:
-        print(f"installing mini-swe-agent=={MSWEA_VERSION} into {VENV}", file=sys.stderr)
-        if not os.path.exists(py):
-            subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
-        subprocess.run([py, "-m", "pip", "install", "-q", f"mini-swe-agent=={MSWEA_VERSION}"], check=True)
-    return mini
-
-
 def run_mini(server, work, i, mini, turns):
     d = os.path.join(work, f"mini-{turns}-{i}")
     repo = os.path.join(d, "repo")
     os.makedirs(repo)
     make_fixture(repo)
     traj = os.path.join(d, "traj.json")
-    # The documented local-model setup: register the model with litellm (a tiny price, so cost tracking works
-    # without errors; the cost limit is off).
-    registry = os.path.join(d, "registry.json")
-    with open(registry, "w") as f:
-        json.dump({"openai/local": {"max_tokens": 32768, "max_input_tokens": 32768, "max_output_tokens": 4096,
-                                    "input_cost_per_token": 1e-9, "output_cost_per_token": 1e-9,
-                                    "litellm_provider": "openai", "mode": "chat", "supports_function_calling": True}}, f)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MSWEA_", "OPENAI_", "LITELLM_"))}
-    env.update(GIT_ENV, MSWEA_CONFIGURED="true", MSWEA_SILENT_STARTUP="1", MSWEA_COST_TRACKING="ignore_errors",
-               LITELLM_MODEL_REGISTRY_PATH=registry,
-               MSWEA_GLOBAL_CONFIG_DIR=os.path.join(d, "mswea-config"), LITELLM_LOCAL_MODEL_COST_MAP="True",
-               NO_COLOR="1", TERM="dumb")
-    cmd = [mini, "-y", "--exit-immediately", "-l", "0", "-m", "openai/local", "-t", "Benchmark: look around, then submit.",
-           "-o", traj, "-c", "mini.yaml",
-           "-c", f"model.model_kwargs.api_base={server.url}/v1", "-c", "model.model_kwargs.api_key=dummy",
-           "-c", f"environment.cwd={repo}"]
+    cmd, env = mswea.command(mini, d, server.url, "Benchmark: look around, then submit.", traj, repo)
     server.reset(turns)
     m = measure(cmd, repo, env, os.path.join(d, "mini.log"))
     info = json.load(open(traj)).get("info", {}) if os.path.exists(traj) else {}
@@ -415,7 +377,7 @@ def main():
         # Another build holding the lock is waited for by cargo itself.
         if subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT).returncode != 0:
             sys.exit("cargo build --release failed")
-    mini = ensure_venv() if "mini" in want else None
+    mini = mswea.ensure_venv() if "mini" in want else None
 
     server = Server()
     work = tempfile.mkdtemp(prefix="vouch-agent-bench-")

@@ -591,6 +591,10 @@ pub struct ParseArgs {
     /// Use this parser instead of detecting the format (a name from the list below).
     #[arg(long, value_name = "NAME")]
     pub format: Option<String>,
+
+    /// A chat template (Jinja) whose call syntax is learned and used in recovery, as `vouch run` does with the server's.
+    #[arg(long, value_name = "FILE")]
+    pub template: Option<PathBuf>,
 }
 
 /// The help of `vouch toolcalls parse`; it lists every parser (a test checks it).
@@ -599,6 +603,7 @@ Examples:
   vouch toolcalls parse < reply.txt                detect the format, use vouch's agent tools
   vouch toolcalls parse --tools t.json < r.txt     resolve names against your tool definitions
   vouch toolcalls parse --format glm < r.txt       read the reply as GLM / Laguna only
+  vouch toolcalls parse --template t.jinja < r.txt also read the syntax learned from a chat template
   echo '<tool_call>{\"name\":\"list_files\",\"arguments\":{}}</tool_call>' | vouch toolcalls parse
 
 Prints {\"format\", \"calls\": [{\"name\", \"arguments\"}], \"content\"}, plus \"reasoning\" and
@@ -606,8 +611,8 @@ Prints {\"format\", \"calls\": [{\"name\", \"arguments\"}], \"content\"}, plus \
 
 Formats: hermes, qwen3-coder, seed-oss, glm, minimax-m2, step3, mistral, llama3-json,
   json, pythonic, deepseek-r1, deepseek-v3.1, deepseek-dsml, kimi-k2, harmony,
-  functionary-v3.1, granite, nemotron, command-r7b, phi4, tool-calls-json, internlm,
-  gemma4, functiongemma";
+  functionary-v3.1, functionary-v3.2, apertus, kimi-k3, granite, nemotron, command-r7b,
+  phi4, tool-calls-json, internlm, gemma4, functiongemma";
 
 /// What `vouch run` does without an endpoint (the help of `--endpoint` says it).
 pub const MANAGED_ENDPOINT: &str =
@@ -667,6 +672,10 @@ pub struct RunArgs {
         default_tool_mode()
     ))]
     pub tool_mode: Option<ToolMode>,
+
+    /// Do not probe the endpoint before the run, nor use what an earlier probe of it found (the tool mode, the call syntax learned from its chat template).
+    #[arg(long)]
+    pub no_probe: bool,
 
     #[arg(long, value_name = "N", help = format!(
         "Stop after this many model turns [default: the task's max_turns, else vouch.toml's, else {DEFAULT_MAX_TURNS}]"

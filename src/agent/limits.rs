@@ -117,6 +117,7 @@ mod tests {
 
     fn turn(calls: Vec<ToolCall>, content: String) -> ChatTurn {
         ChatTurn {
+            raw: content.clone(),
             content,
             reasoning: String::new(),
             calls,

@@ -27,13 +27,17 @@ Your change is verified independently after you submit: formatting, lint, the wh
 that your new test fails without your fix. Claiming GO does not make a change pass.";
 
 /// After a turn without a tool call.
-pub const NO_CALL: &str = "Your reply had no tool call. Reply with a tool call: look around with \
-list_files, search or read_file, change files with edit or write_file, run_tests, or submit.";
+///
+/// The example is a real call that always works: small models copy a nudge's wording as a tool name
+/// ("look around with list_files") and its placeholders as arguments (`path/to/file`).
+pub const NO_CALL: &str = "Your reply had no tool call. Reply with a tool call of one of the tools \
+list_files, search, read_file, edit, write_file, run_tests, submit. This one lists the repository's files: \
+{\"name\": \"list_files\", \"arguments\": {}}";
 
 /// After the third turn in a row without a tool call.
 pub const NO_CALL_LAST: &str = "Three replies in a row had no tool call. The run stops if the next reply \
-has none either. Reply with exactly one tool call, for example read_file with a path, or submit with \
-verdict NO-GO if you cannot go on.";
+has none either. Reply with exactly one tool call, such as {\"name\": \"list_files\", \"arguments\": {}} to \
+see the files, or submit with verdict NO-GO if you cannot go on.";
 
 /// After the same call three times in a row.
 pub const REPEATED: &str = "You made the same call with the same arguments three times in a row, and got \

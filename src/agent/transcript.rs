@@ -54,6 +54,9 @@ pub enum Event {
         turn: u32,
         duration_ms: u64,
         content: String,
+        /// The reply text as sent, when calls were cut out of it (`content` is then what is left).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        raw_content: Option<String>,
         reasoning: String,
         calls: Vec<ToolCall>,
         finish_reason: Option<String>,
@@ -121,6 +124,7 @@ impl Event {
             turn,
             duration_ms,
             content: reply.content.clone(),
+            raw_content: (reply.raw != reply.content).then(|| reply.raw.clone()),
             reasoning: reply.reasoning.clone(),
             calls: reply.calls.clone(),
             finish_reason: reply.finish_reason.clone(),
@@ -430,6 +434,7 @@ mod tests {
             turn,
             duration_ms: 5,
             content: String::new(),
+            raw_content: None,
             reasoning: String::new(),
             calls: vec![],
             finish_reason: None,

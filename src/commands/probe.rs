@@ -44,6 +44,8 @@ pub fn run(args: ProbeArgs) -> Result<i32> {
     if let Some(path) = &args.json {
         super::write_file(path, &serde_json::to_string_pretty(&report)?)?;
     }
+    // `vouch run` against this endpoint uses what was found.
+    probe::first_look::remember(&report, args.model.as_deref(), &probe::cache::default_dir());
     let mut out = output::stdout();
     out.print(&console(&report))?;
     out.finish()?;

@@ -14,6 +14,7 @@ use crate::error::VouchError;
 use crate::gate;
 use crate::llama::{self, InstallTools, ModelChoice, ServeOptions, Server, SetupOptions};
 use crate::model::{ModelConfig, DEFAULT_ENDPOINT, DEFAULT_MAX_TOKENS, DEFAULT_MODEL};
+use crate::probe;
 use crate::ui::Ui;
 
 use super::{output, pr, runtime, write_file};
@@ -55,6 +56,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         .overlay(flag_settings(&args));
     let mut cfg = config(&args, task, repo, &settings, timeouts)?;
     let managed = managed_model(&settings);
+    let ask = probe::first_look::Ask::new(args.no_probe, settings.tool_mode.is_some());
     let ui = Ui::new(args.quiet);
     let report = runtime::block_on(|cancel| async move {
         // The managed server lives exactly as long as the run: stopped here, or killed with its guard on
@@ -63,6 +65,10 @@ pub fn run(args: RunArgs) -> Result<i32> {
             Some(choice) => Some(start_managed(choice, &settings, &mut cfg, &ui, &cancel).await?),
             None => None,
         };
+        // The managed server is known-good and new each run; an endpoint of the user's is probed once.
+        if managed.is_none() {
+            probe::first_look::prepare_or_cancel(&mut cfg.model, &ask, &ui, &cancel).await?;
+        }
         let report = agent::run(&cfg, &ui, &cancel).await;
         if let Some(server) = server {
             server.stop().await;

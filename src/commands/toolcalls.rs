@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::cli::{ParseArgs, ToolcallsArgs, ToolcallsCommand};
 use crate::error::VouchError;
+use crate::toolcall::learn::{self, Learned};
 use crate::toolcall::{self, Format, Message, Recovered, ToolSpec};
 
 use super::output;
@@ -25,11 +26,17 @@ fn parse(args: ParseArgs) -> Result<i32> {
         Some(path) => load_tools(path)?,
         None => ToolSpec::from_openai(&crate::tools::definitions())?,
     };
+    let learned = args.template.as_deref().map(load_template).transpose()?;
     let mut raw = Vec::new();
     io::stdin()
         .read_to_end(&mut raw)
         .context("read model output from stdin")?;
-    let out = parse_stdin(&String::from_utf8_lossy(&raw), &tools, format);
+    let out = parse_learned(
+        &String::from_utf8_lossy(&raw),
+        &tools,
+        format,
+        learned.as_ref(),
+    );
     let text = serde_json::to_string_pretty(&out)?;
     let mut stdout = output::stdout();
     stdout.line(&text)?;
@@ -45,6 +52,34 @@ pub fn parse_stdin(text: &str, tools: &[ToolSpec], format: Option<Format>) -> Re
         ..Message::default()
     };
     toolcall::recover(&msg, tools, format)
+}
+
+/// [`parse_stdin`] with the call syntax learned from a chat template (`--template`).
+pub fn parse_learned(
+    text: &str,
+    tools: &[ToolSpec],
+    format: Option<Format>,
+    learned: Option<&Learned>,
+) -> Recovered {
+    let msg = Message {
+        content: Some(text),
+        ..Message::default()
+    };
+    toolcall::recover_with(&msg, tools, format, learned)
+}
+
+/// The call syntax of the chat template in `path`; a template vouch cannot learn is a usage error.
+fn load_template(path: &Path) -> Result<Learned> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        VouchError::usage(format!("cannot read chat template {}: {e}", path.display()))
+    })?;
+    learn::learn(&text).map_err(|e| {
+        VouchError::usage_hint(
+            format!("{}: {e}", path.display()),
+            "--template takes a Jinja chat template that renders tool calls",
+        )
+        .into()
+    })
 }
 
 fn parse_format(name: &str) -> Result<Format> {

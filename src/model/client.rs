@@ -16,7 +16,7 @@ use super::error::{classify, ModelError};
 use super::redact::Redactor;
 use super::wire::{parse_response, Accumulator, RawReply, SseLines};
 use super::{ChatRequest, ChatTurn, Mode, ModelConfig, ServerKind, ToolCall, ToolMode};
-use crate::toolcall::{recover, Format, Message, NativeCall, ToolSpec};
+use crate::toolcall::{recover, recover_with, Format, Message, NativeCall, ToolSpec};
 
 /// A request body: the fields as JSON, and the constrained mode's schema typed to keep its key order.
 #[derive(Debug, Serialize)]
@@ -619,6 +619,7 @@ impl Client {
     fn interpret(&self, raw: RawReply, mode: Mode, specs: &[ToolSpec]) -> ChatTurn {
         let mut turn = ChatTurn {
             content: raw.content.clone(),
+            raw: raw.content.clone(),
             reasoning: raw.reasoning.clone(),
             calls: Vec::new(),
             finish_reason: raw.finish_reason.clone(),
@@ -703,7 +704,7 @@ impl Client {
                 return turn;
             }
         }
-        let rec = recover(&msg, specs, None);
+        let rec = recover_with(&msg, specs, None, self.cfg.learned.as_ref());
         turn.warnings.extend(rec.warnings);
         if rec.calls.is_empty() {
             // Only unreadable native calls: each still gets its answer.

@@ -46,8 +46,10 @@ pub use redact::Redactor;
 pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:8080";
 /// The `model` field sent when none is configured (llama-server ignores it).
 pub const DEFAULT_MODEL: &str = "local";
-/// Tokens one reply may generate when neither `--max-tokens` nor `vouch.toml` says.
-pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+/// Tokens one reply may generate when neither `--max-tokens` nor `vouch.toml` says. Tool-call replies of
+/// small local coders measured 18 to 200 tokens; 1536 still fits a whole-file `write_file` of about 150
+/// lines, and caps a runaway reply at about 4 minutes at 6 tokens/s (8192 took over 20).
+pub const DEFAULT_MAX_TOKENS: u32 = 1536;
 
 /// How tool calls are requested, as configured (`--tool-mode`, `tool_mode` in `vouch.toml`). The variants'
 /// doc comments are the flag's help.
@@ -138,6 +140,8 @@ pub struct ModelConfig {
     pub max_tokens: Option<u32>,
     /// llama-server's `cache_prompt`; `None` sends `true` to llama-server and nothing to other servers.
     pub cache_prompt: Option<bool>,
+    /// The call syntax learned from the server's chat template (by `vouch probe`), used in recovery.
+    pub learned: Option<crate::toolcall::learn::Learned>,
 }
 
 impl ModelConfig {
@@ -160,6 +164,7 @@ impl ModelConfig {
             temperature: None,
             max_tokens: None,
             cache_prompt: None,
+            learned: None,
         }
     }
 }
@@ -279,6 +284,9 @@ pub struct Usage {
 pub struct ChatTurn {
     /// The answer text; without the calls when they were read from it.
     pub content: String,
+    /// The answer text as the server sent it, calls and all (the transcript keeps it when it differs
+    /// from `content`).
+    pub raw: String,
     /// `reasoning_content` (or `reasoning`), plus reasoning found inline when calls were read from text.
     pub reasoning: String,
     pub calls: Vec<ToolCall>,

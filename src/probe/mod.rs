@@ -9,6 +9,8 @@
 //! and a recommended tool mode (`warn.rs`). The report (`report.rs`) is types; the console and `--json` are
 //! its two renderings.
 
+pub mod cache;
+pub mod first_look;
 pub mod http;
 pub mod needle;
 pub mod report;
@@ -64,9 +66,17 @@ impl Options {
 /// The context assumed when the server does not say.
 const UNKNOWN_CONTEXT: u64 = 4096;
 
-/// Runs every check. Only an unreachable endpoint is an error; a check that fails is a warning.
-pub async fn run(opts: &Options) -> Result<Report> {
-    let start = Instant::now();
+/// What the first checks found: the server's facts, its template and the tool-call round trips.
+struct First {
+    ep: http::Endpoint,
+    facts: server::Facts,
+    model: String,
+    template: Option<Template>,
+    tool_calls: report::ToolCalls,
+}
+
+/// The server's facts, the template learned and the tool-call round trip.
+async fn first_checks(opts: &Options) -> Result<First> {
     let mut ep = http::Endpoint::new(
         &opts.endpoint,
         opts.model.as_deref().unwrap_or(crate::model::DEFAULT_MODEL),
@@ -91,15 +101,64 @@ pub async fn run(opts: &Options) -> Result<Report> {
             ep.extra.insert("id_slot".into(), json!(0));
         }
     }
-    let mut check_failures: Vec<Warning> = Vec::new();
-
     let template = facts
         .chat_template
         .as_deref()
         .map(|t| template_report(t, opts.cache_dir.as_deref()));
     let learned = template.as_ref().and_then(|t| t.learned.clone());
-
     let tool_calls = tools::round_trips(&ep, learned.as_ref()).await;
+    Ok(First {
+        ep,
+        facts,
+        model,
+        template,
+        tool_calls,
+    })
+}
+
+/// The report of the first checks alone (no needles, no speed): what `vouch run` asks of an endpoint it
+/// has not met, in two short requests.
+pub async fn tools_only(opts: &Options) -> Result<Report> {
+    let start = Instant::now();
+    let First {
+        facts,
+        model,
+        template,
+        tool_calls,
+        ..
+    } = first_checks(opts).await?;
+    let mut report = Report {
+        endpoint: opts.endpoint.clone(),
+        model,
+        models: facts.models.clone(),
+        llama_server: facts.llama_server,
+        tool_calls,
+        context: facts.context.clone(),
+        template,
+        needle: Vec::new(),
+        speed: Vec::new(),
+        cache: Cache::default(),
+        tool_mode: ToolMode::Auto,
+        warnings: Vec::new(),
+        elapsed_s: 0.0,
+    };
+    report.tool_mode = warn::tool_mode(&report);
+    report.warnings = warn::warnings(&report);
+    report.elapsed_s = start.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// Runs every check. Only an unreachable endpoint is an error; a check that fails is a warning.
+pub async fn run(opts: &Options) -> Result<Report> {
+    let start = Instant::now();
+    let First {
+        ep,
+        facts,
+        model,
+        template,
+        tool_calls,
+    } = first_checks(opts).await?;
+    let mut check_failures: Vec<Warning> = Vec::new();
 
     let context_size = facts
         .context

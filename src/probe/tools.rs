@@ -105,7 +105,7 @@ pub fn judge(choice: &str, reply: &Reply, learned: Option<&Learned>) -> ToolRun 
         .get("reasoning_content")
         .or_else(|| msg.get("reasoning"))
         .and_then(Value::as_str);
-    let rec = toolcall::recover(
+    let rec = toolcall::recover_with(
         &Message {
             content: Some(content),
             reasoning_content: reasoning,
@@ -113,17 +113,13 @@ pub fn judge(choice: &str, reply: &Reply, learned: Option<&Learned>) -> ToolRun 
         },
         &tools,
         None,
+        learned,
     );
     if let Some(call) = rec.calls.first().filter(|_| rec.format != Format::None) {
         run.outcome = CallOutcome::Leaked;
         run.leaked_format = Some(rec.format.name().to_string());
         run.name = Some(call.name.clone());
         return run;
-    }
-    if let Some(call) = learned.and_then(|l| l.parse(content).into_iter().next()) {
-        run.outcome = CallOutcome::Leaked;
-        run.leaked_format = Some("learned".to_string());
-        run.name = Some(call.0);
     }
     run
 }

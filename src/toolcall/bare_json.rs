@@ -16,11 +16,13 @@ use super::scan::{self, Ctx};
 use super::{Format, Found, Parsed};
 
 const PYTHON_TAG: &str = "<|python_tag|>";
+const HERMES_CLOSE: &str = "</tool_call>";
 
 pub(crate) fn parse(text: &str, ctx: &mut Ctx) -> Parsed {
     let mut out = Parsed::new(Format::Json);
     let b = text.as_bytes();
     let mut llama = false;
+    let mut eaten_open = false;
     let mut i = 0;
     while let Some(k) = b
         .get(i..)
@@ -67,6 +69,14 @@ pub(crate) fn parse(text: &str, ctx: &mut Ctx) -> Parsed {
             ctx,
         );
         let span = fenced(text, span, ctx);
+        // A Hermes call whose opening `<tool_call>` the server ate: the JSON and the closing tag.
+        let after = scan::skip_ws(text, span.end, ctx);
+        let span = if !tagged && scan::at(text, after, HERMES_CLOSE) {
+            eaten_open = true;
+            span.start..after + HERMES_CLOSE.len()
+        } else {
+            span
+        };
         for c in calls {
             out.found.push(Found {
                 name: c.name,
@@ -74,11 +84,14 @@ pub(crate) fn parse(text: &str, ctx: &mut Ctx) -> Parsed {
                 span: span.clone(),
                 unclosed: false,
                 weak: !(tagged || c.explicit),
+                bare: !tagged,
             });
         }
     }
     if llama {
         out.format = Format::Llama3Json;
+    } else if eaten_open {
+        out.format = Format::Hermes;
     }
     out
 }

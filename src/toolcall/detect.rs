@@ -27,7 +27,7 @@ enum Mark {
     KimiOrDeepseek,
 }
 
-const ANGLE: [(&str, Mark); 26] = [
+const ANGLE: [(&str, Mark); 28] = [
     ("<tool_call>", Mark::ToolCall),
     ("<tool_calls>", Mark::ToolCalls),
     ("<function=", Mark::FunctionEq),
@@ -54,6 +54,8 @@ const ANGLE: [(&str, Mark); 26] = [
     ("<|constrain|>", Mark::Is(Format::Harmony)),
     ("<｜DSML｜", Mark::Is(Format::DeepseekDsml)),
     ("<|DSML|", Mark::Is(Format::DeepseekDsml)),
+    ("<|tools_prefix|>", Mark::Is(Format::Apertus)),
+    ("<|open|>", Mark::Is(Format::KimiK3)),
 ];
 
 /// How far ahead a marker's neighbourhood is looked at.
@@ -86,10 +88,18 @@ pub(crate) fn candidates(text: &str, ctx: &mut Ctx) -> Vec<Format> {
         strong: Vec::new(),
         weak: Vec::new(),
     };
+    // The template's own syntax first: at a tie in position it comes before the families detected there.
+    if let Some(at) = super::learned::first_open(text, ctx) {
+        seen.strong(at, Format::Learned);
+    }
+    // Functionary v3.2's first recipient comes without its `>>>` (the prompt ends with it).
+    if super::functionary_v32::starts_with_call(text, ctx) {
+        seen.strong(0, Format::FunctionaryV32);
+    }
     let mut i = 0;
     while let Some(k) = b.get(i..).and_then(|r| {
         r.iter()
-            .position(|&c| matches!(c, b'<' | b'[' | b'{' | b'='))
+            .position(|&c| matches!(c, b'<' | b'[' | b'{' | b'=' | b'>'))
     }) {
         let p = i + k;
         match b[p] {
@@ -98,6 +108,16 @@ pub(crate) fn candidates(text: &str, ctx: &mut Ctx) -> Vec<Format> {
             b'{' => {
                 if json_call_start(text, p) {
                     seen.weak(p, Format::Json);
+                }
+            }
+            b'>' => {
+                if scan::at(text, p, ">>>")
+                    && text
+                        .as_bytes()
+                        .get(p + 3)
+                        .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+                {
+                    seen.strong(p, Format::FunctionaryV32);
                 }
             }
             _ => {

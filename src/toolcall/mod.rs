@@ -18,17 +18,21 @@
 //! is parsed inside the region between its markers, and speculative scans (a `{` that might start a call)
 //! draw on a work budget. The work counter is what the linearity tests measure.
 
+mod apertus;
 mod bare_json;
 mod deepseek;
 mod detect;
 mod functionary;
+mod functionary_v32;
 mod gemma;
 mod glm;
 mod harmony;
 mod invoke;
 mod jsoncall;
 mod kimi;
+mod kimi_k3;
 pub mod learn;
+mod learned;
 mod literal;
 mod mistral;
 mod native;
@@ -49,7 +53,7 @@ use std::ops::Range;
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
-pub use recover::recover;
+pub use recover::{recover, recover_with};
 pub use schema::ToolSpec;
 
 /// A call as the server returned it in `tool_calls`: a name and the arguments as a JSON string.
@@ -135,6 +139,12 @@ pub enum Format {
     Harmony,
     /// `<function=NAME>{…}</function>` (Functionary v3.1).
     FunctionaryV31,
+    /// `>>>NAME\n{…}` messages, `>>>python\n` raw code, `>>>all\n` text (Functionary v3.2).
+    FunctionaryV32,
+    /// `<|tools_prefix|>[{"NAME": {…}}]<|tools_suffix|>` (Apertus).
+    Apertus,
+    /// `<|open|>call tool="NAME"<|sep|><|open|>argument key=… type=…<|sep|>…` (Kimi-K3 XTML).
+    KimiK3,
     /// `<|tool_call|>[…]` (Granite 3.x).
     Granite,
     /// `<TOOLCALL>[…]</TOOLCALL>` (Nemotron Nano v2, Llama-Nemotron).
@@ -151,13 +161,16 @@ pub enum Format {
     Gemma4,
     /// `<start_function_call>call:NAME{k:<escape>v<escape>}<end_function_call>` (FunctionGemma).
     FunctionGemma,
+    /// The syntax learned from the server's chat template (`learn`), when no parser of vouch's reads it:
+    /// tried only when recovery is given a [`learn::Learned`].
+    Learned,
     /// No call found.
     None,
 }
 
 impl Format {
     /// The formats a caller can force, in the order their names are listed to users.
-    pub const PARSERS: [Format; 24] = [
+    pub const PARSERS: [Format; 27] = [
         Format::Hermes,
         Format::Qwen3Coder,
         Format::SeedOss,
@@ -174,6 +187,9 @@ impl Format {
         Format::KimiK2,
         Format::Harmony,
         Format::FunctionaryV31,
+        Format::FunctionaryV32,
+        Format::Apertus,
+        Format::KimiK3,
         Format::Granite,
         Format::Nemotron,
         Format::CommandR7b,
@@ -204,6 +220,9 @@ impl Format {
             Format::KimiK2 => "kimi-k2",
             Format::Harmony => "harmony",
             Format::FunctionaryV31 => "functionary-v3.1",
+            Format::FunctionaryV32 => "functionary-v3.2",
+            Format::Apertus => "apertus",
+            Format::KimiK3 => "kimi-k3",
             Format::Granite => "granite",
             Format::Nemotron => "nemotron",
             Format::CommandR7b => "command-r7b",
@@ -212,6 +231,7 @@ impl Format {
             Format::InternLm => "internlm",
             Format::Gemma4 => "gemma4",
             Format::FunctionGemma => "functiongemma",
+            Format::Learned => "learned",
             Format::None => "none",
         }
     }
@@ -247,6 +267,8 @@ impl Format {
             "kimi" => Format::KimiK2,
             "gpt-oss" | "openai" => Format::Harmony,
             "functionary" => Format::FunctionaryV31,
+            "functionary-v32" | "recipient-based" => Format::FunctionaryV32,
+            "xtml" | "kimi-k3-xtml" => Format::KimiK3,
             "phi4-mini-json" | "firefunction" => Format::Phi4,
             "nemotron-deci" => Format::Nemotron,
             "cohere" | "command-r" => Format::CommandR7b,
@@ -284,6 +306,9 @@ pub(crate) struct Found {
     /// Found by a speculative scan (a bare JSON object or Python list): dropped silently unless the name is
     /// an offered tool, because it may be an example in prose rather than a call.
     pub weak: bool,
+    /// Stands on no marker (a bare or fenced JSON call, a bare Python list): taken only where a call
+    /// stands, at the end of the text (see `recover.rs`).
+    pub bare: bool,
 }
 
 /// Arguments as written.
@@ -338,6 +363,7 @@ impl Parsed {
             span,
             unclosed,
             weak: false,
+            bare: false,
         });
     }
 
@@ -370,7 +396,11 @@ pub(crate) fn parse_with(format: Format, text: &str, ctx: &mut scan::Ctx) -> Par
         Format::KimiK2 => kimi::parse(text, ctx),
         Format::Harmony => harmony::parse(text, ctx),
         Format::FunctionaryV31 => functionary::parse(text, ctx),
+        Format::FunctionaryV32 => functionary_v32::parse(text, ctx),
+        Format::Apertus => apertus::parse(text, ctx),
+        Format::KimiK3 => kimi_k3::parse(text, ctx),
         Format::Gemma4 | Format::FunctionGemma => gemma::parse(format, text, ctx),
+        Format::Learned => learned::parse(text, ctx),
         Format::Native | Format::None => Parsed::new(Format::None),
     }
 }

@@ -124,6 +124,7 @@ fn bare(text: &str, ctx: &mut Ctx, out: &mut Parsed) {
                     span: p..end,
                     unclosed: false,
                     weak: true,
+                    bare: true,
                 });
             }
         }

@@ -8,6 +8,7 @@
 
 use std::ops::Range;
 
+use super::learn::Learned;
 use super::scan::{self, Ctx};
 use super::{
     detect, native, reasoning, schema, Call, Format, Found, Message, Parsed, Recovered, ToolSpec,
@@ -16,7 +17,20 @@ use super::{
 /// Recovers the tool calls in an assistant message. `format` forces one text parser (see
 /// [`Format::PARSERS`]); native `tool_calls` are taken first either way.
 pub fn recover(msg: &Message<'_>, tools: &[ToolSpec], format: Option<Format>) -> Recovered {
-    recover_counted(msg, tools, format).0
+    recover_counted(msg, tools, format, None).0
+}
+
+/// [`recover`] with the syntax learned from the server's chat template: where its opening delimiter
+/// occurs, [`Format::Learned`] is tried before the formats detected at the same place or later
+/// (it is the template's own syntax). A learned syntax that one of vouch's parsers already reads
+/// (`known_format`) adds nothing. `Some(Format::Learned)` forces it.
+pub fn recover_with(
+    msg: &Message<'_>,
+    tools: &[ToolSpec],
+    format: Option<Format>,
+    learned: Option<&Learned>,
+) -> Recovered {
+    recover_counted(msg, tools, format, learned).0
 }
 
 /// [`recover`], and the work it took (bytes looked at), for the linearity tests.
@@ -24,6 +38,7 @@ pub(crate) fn recover_counted(
     msg: &Message<'_>,
     tools: &[ToolSpec],
     format: Option<Format>,
+    learned: Option<&Learned>,
 ) -> (Recovered, u64) {
     let content = msg.content.unwrap_or("");
     let native_len: usize = msg
@@ -33,6 +48,7 @@ pub(crate) fn recover_counted(
         .sum();
     let input_len = content.len() + msg.reasoning_content.map_or(0, str::len) + native_len;
     let mut ctx = Ctx::new(tools, input_len);
+    ctx.learned = learned;
     let split = reasoning::split(content, &mut ctx);
     let mut thoughts: Vec<String> = msg
         .reasoning_content
@@ -174,6 +190,8 @@ fn finish(parsed: Parsed, text: &str, trailing_only: bool, ctx: &mut Ctx) -> Out
     found.sort_by_key(|f| f.span.start);
     if trailing_only {
         keep_trailing(&mut found, text, ctx);
+    } else {
+        keep_standing_bare(&mut found, text, ctx, &mut warnings);
     }
     let tools: &[ToolSpec] = ctx.tools;
     let mut calls = Vec::new();
@@ -185,6 +203,7 @@ fn finish(parsed: Parsed, text: &str, trailing_only: bool, ctx: &mut Ctx) -> Out
             span,
             unclosed,
             weak,
+            ..
         } = f;
         let Some((index, exact)) = schema::resolve(tools, &name) else {
             if !weak {
@@ -238,6 +257,72 @@ fn finish(parsed: Parsed, text: &str, trailing_only: bool, ctx: &mut Ctx) -> Out
         warnings,
         cut_any,
     }
+}
+
+/// Drops the bare calls (no marker: a JSON object, fenced or not, or a Python list) that do not stand
+/// where a call stands. A bare call stands where a call does when either
+/// - it ends the reply: nothing but whitespace, end-of-turn tokens or further calls follows it (fenced or
+///   not, with any prose before it: a model says what it will do, then calls); or
+/// - it is a block of its own, unfenced: nothing but whitespace between it and the line breaks before and
+///   after it (servers leak calls this way with a sentence after them).
+///
+/// So a call in a Markdown code fence with more text after it, or one inside a sentence that goes on, is an
+/// example in an explanation, not a call.
+fn keep_standing_bare(
+    found: &mut Vec<Found>,
+    text: &str,
+    ctx: &mut Ctx,
+    warnings: &mut Vec<String>,
+) {
+    if !found.iter().any(|f| f.bare) {
+        return;
+    }
+    let mut boundary = text.len();
+    let mut first_trailing = found.len();
+    for i in (0..found.len()).rev() {
+        let span = &found[i].span;
+        let gap = text
+            .get(span.end.min(boundary)..boundary)
+            .unwrap_or_default();
+        if span.end >= boundary || scan::is_blank(gap, ctx) {
+            first_trailing = i;
+            boundary = boundary.min(span.start);
+        } else {
+            break;
+        }
+    }
+    let mut i = 0;
+    found.retain(|f| {
+        let keep = !f.bare || i >= first_trailing || own_block(text, &f.span, ctx);
+        i += 1;
+        if !keep && !f.weak && schema::resolve(ctx.tools, &f.name).is_some() {
+            warnings.push(format!(
+                "not taken: a JSON call to {} with text after it reads as an example, not a call",
+                f.name
+            ));
+        }
+        keep
+    });
+}
+
+/// Whether `span` is unfenced and alone on its lines: only spaces and tabs between it and the line
+/// breaks (or the text's ends) around it. Only those spaces are looked at, so this stays linear.
+fn own_block(text: &str, span: &Range<usize>, ctx: &mut Ctx) -> bool {
+    if scan::at(text, span.start, "```") {
+        return false;
+    }
+    let b = text.as_bytes();
+    let blank = |c: u8| c == b' ' || c == b'\t' || c == b'\r';
+    let mut i = span.start.min(b.len());
+    while i > 0 && blank(b[i - 1]) {
+        i -= 1;
+    }
+    let mut j = span.end.min(b.len());
+    while j < b.len() && blank(b[j]) {
+        j += 1;
+    }
+    ctx.charge(span.start - i + j - span.end.min(b.len()) + 2);
+    (i == 0 || b[i - 1] == b'\n') && (j == b.len() || b[j] == b'\n')
 }
 
 /// Keeps only the calls that end the text: after each, nothing but whitespace, end-of-turn tokens or

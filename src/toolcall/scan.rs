@@ -9,11 +9,14 @@
 
 use std::ops::Range;
 
+use super::learn::Learned;
 use super::schema::ToolSpec;
 
 /// The tools on offer and the work done so far.
 pub(crate) struct Ctx<'a> {
     pub tools: &'a [ToolSpec],
+    /// The syntax learned from the chat template, when recovery was given one.
+    pub learned: Option<&'a Learned>,
     steps: u64,
     budget: u64,
     exhausted: bool,
@@ -23,6 +26,7 @@ impl<'a> Ctx<'a> {
     pub(crate) fn new(tools: &'a [ToolSpec], input_len: usize) -> Self {
         Ctx {
             tools,
+            learned: None,
             steps: 0,
             budget: 16 * input_len as u64 + 65_536,
             exhausted: false,

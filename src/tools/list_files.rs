@@ -1,4 +1,7 @@
 //! `list_files`: the repository's files under a directory, as git would track them (ignored files left out).
+//!
+//! Small models give a glob as the path (`tests/**`, copied from the task's scope): a path with glob
+//! characters that names nothing is taken as the glob, and the answer says so.
 
 use serde_json::{json, Value};
 
@@ -24,7 +27,7 @@ impl Tool for ListFiles {
         object(
             json!({
                 "path": {"type": "string", "description": "The directory to list, relative to the repository root [default: the root]."},
-                "glob": {"type": "string", "description": "Only files whose path matches this glob, such as **/*.rs."}
+                "glob": {"type": "string", "description": "Only files whose path matches this glob (`*` matches within a name, `**` across directories)."}
             }),
             &[],
         )
@@ -40,14 +43,21 @@ impl Tool for ListFiles {
 }
 
 fn list(ws: &Workspace, args: Args) -> Result<String, String> {
-    let start = ws.resolve(args.opt_string("path").unwrap_or("."))?;
+    let path = args.opt_string("path").unwrap_or(".");
+    let mut glob = args.opt_string("glob").filter(|g| !g.trim().is_empty());
+    let mut start = ws.resolve(path)?;
+    let mut note = String::new();
+    if !start.abs.exists() && glob.is_none() && path.contains(['*', '?', '[']) {
+        glob = Some(path);
+        start = ws.resolve(".")?;
+        note = format!(" (`{path}` is a glob, not a directory: pass it as glob)");
+    }
     if !start.abs.exists() {
         return Err(format!(
             "`{}` does not exist; use list_files without a path to see the whole repository.",
             start.rel
         ));
     }
-    let glob = args.opt_string("glob").filter(|g| !g.trim().is_empty());
     let filter = glob.map(Filter::new).transpose()?;
     let found = files(ws, &start, filter.as_ref());
 
@@ -60,10 +70,10 @@ fn list(ws: &Workspace, args: Args) -> Result<String, String> {
         .map(|g| format!(" matching `{}`", g.trim()))
         .unwrap_or_default();
     if found.is_empty() {
-        return Ok(format!("No files in {place}{matching}."));
+        return Ok(format!("No files in {place}{matching}{note}."));
     }
     let mut out = format!(
-        "{} in {place}{matching}:\n",
+        "{} in {place}{matching}{note}:\n",
         plural(found.len(), "file", "files")
     );
     let shown: Vec<&str> = found

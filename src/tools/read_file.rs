@@ -50,6 +50,7 @@ fn read(ws: &Workspace, args: Args) -> Result<String, String> {
     let path = ws.resolve(args.string("path")?)?;
     let text = read_text(&path)?;
     let rel = &path.rel;
+    ws.record_seen(rel);
     let all = lines(&text);
     let total = all.len();
     let crlf = if is_crlf(&text) {

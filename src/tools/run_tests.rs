@@ -4,7 +4,9 @@
 //! `submit`. So it runs the test step's command as is (placeholders filled, the selector appended), with
 //! the step's timeout, and returns the exit status, the failing tests and the first error with its location
 //! ([`test_summary`](super::test_summary)), then the tail of the output, capped. The pass/fail set of the
-//! last run is kept ([`TestRunner::last`]): the loop counts progress as that set changing.
+//! last run is kept ([`TestRunner::last`]): the loop counts progress as that set changing. A run that
+//! exits 0 having run no test (a selector that matched nothing, such as `all` for cargo) is a failure
+//! that says so: it proves nothing.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -42,7 +44,7 @@ impl Tool for RunTests {
     fn parameters(&self) -> Value {
         object(
             json!({
-                "selector": {"type": "string", "description": "Which tests to run, in the test runner's own syntax [default: all]."}
+                "selector": {"type": "string", "description": "Optional: the name or path of the tests to run, in the test runner's own syntax. Leave it out to run every test."}
             }),
             &[],
         )
@@ -176,12 +178,26 @@ impl TestRunner {
             }
         };
         let summary = summarize(&outcome.head_and_tail());
+        // Exit 0 after running no test at all (a selector that matched nothing) proves nothing.
+        let none_ran = outcome.success() && summary.ran == Some(0);
         if !outcome.timed_out && !outcome.cancelled {
             *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(TestResult {
-                passed: outcome.success(),
+                passed: outcome.success() && !none_ran,
                 failing: summary.failing.clone(),
                 first_error: summary.first_error.clone(),
             });
+        }
+        if none_ran {
+            let hint = match selector.map(str::trim).filter(|s| !s.is_empty()) {
+                Some(sel) => format!(
+                    "the selector `{sel}` matched no test. Run run_tests without a selector to run every \
+                     test, or give the name of a test that exists"
+                ),
+                None => "the repository has no tests yet: add one for the change".to_string(),
+            };
+            return Ok(Err(format!(
+                "$ {command}\nTests failed: 0 tests ran, {hint}.\n"
+            )));
         }
         let mut text = format!("$ {command}\nTests {status}.\n");
         if !outcome.success() {

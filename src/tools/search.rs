@@ -34,7 +34,7 @@ impl Tool for Search {
             json!({
                 "pattern": {"type": "string", "description": "The regular expression to search for."},
                 "path": {"type": "string", "description": "Search only under this directory or file [default: the root]."},
-                "glob": {"type": "string", "description": "Search only files whose path matches this glob, such as **/*.go."}
+                "glob": {"type": "string", "description": "Search only files whose path matches this glob (`*` matches within a name, `**` across directories)."}
             }),
             &["pattern"],
         )

@@ -9,6 +9,9 @@
 /// The failing tests and first error of one run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
+    /// How many tests ran, when the output says (cargo's `running N tests`, go's `-json` events, node's
+    /// `tests N`, pytest's `no tests ran`): a run of 0 tests proves nothing, whatever its exit status.
+    pub ran: Option<usize>,
     /// The first error, with its location line when the runner gives one.
     pub first_error: Option<String>,
     /// Failing tests in the order the output names them, without duplicates.
@@ -48,9 +51,45 @@ pub fn summarize(output: &str) -> Summary {
     }
     failing.truncate(MAX_NAMES);
     Summary {
+        ran: ran(&lines),
         first_error: first_error(&lines),
         failing,
     }
+}
+
+/// How many tests ran, if the output says.
+fn ran(lines: &[&str]) -> Option<usize> {
+    let mut cargo: Option<usize> = None;
+    let mut go_events = false;
+    for line in lines {
+        let t = line.trim();
+        // cargo: `running 3 tests` once per test binary (and the doc-tests).
+        if let Some(n) = t
+            .strip_prefix("running ")
+            .and_then(|r| r.strip_suffix(" tests").or_else(|| r.strip_suffix(" test")))
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            cargo = Some(cargo.unwrap_or(0) + n);
+        }
+        // node: `# tests 3` (TAP) or `ℹ tests 3` (spec).
+        if let Some(n) = t
+            .strip_prefix("# tests ")
+            .or_else(|| t.strip_prefix("ℹ tests "))
+            .and_then(|n| n.trim().parse::<usize>().ok())
+        {
+            return Some(n);
+        }
+        if t.starts_with("no tests ran") || t.contains(" no tests ran in ") {
+            return Some(0);
+        }
+        if t.starts_with("{\"") && t.contains("\"Action\":") {
+            go_events = true;
+            if t.contains("\"Action\":\"run\"") {
+                return None;
+            }
+        }
+    }
+    cargo.or(go_events.then_some(0))
 }
 
 /// The first error line and the line that locates it.
@@ -141,6 +180,7 @@ mod tests {
         assert_eq!(
             summarize(out),
             Summary {
+                ran: None,
                 first_error: Some("error[E0308]: mismatched types at src/lib.rs:2:5".into()),
                 failing: vec![],
             }
@@ -189,6 +229,26 @@ mod tests {
             s.first_error.as_deref(),
             Some("./calc.go:4:9: undefined: x")
         );
+    }
+
+    #[test]
+    fn the_number_of_tests_run_is_read_from_each_runner() {
+        let cargo =
+            "running 0 tests\n\ntest result: ok. 0 passed\n   Doc-tests calc\n\nrunning 0 tests\n";
+        assert_eq!(summarize(cargo).ran, Some(0));
+        assert_eq!(
+            summarize("running 1 test\ntest t ... ok\nrunning 2 tests\n").ran,
+            Some(3)
+        );
+        let go = "{\"Action\":\"output\",\"Package\":\"calc\",\"Output\":\"testing: warning: no tests to run\\n\"}\n\
+                  {\"Action\":\"pass\",\"Package\":\"calc\",\"Elapsed\":0}\n";
+        assert_eq!(summarize(go).ran, Some(0));
+        let go = "{\"Action\":\"run\",\"Package\":\"calc\",\"Test\":\"TestAdd\"}\n";
+        assert_eq!(summarize(go).ran, None);
+        assert_eq!(summarize("ℹ tests 0\nℹ pass 0\n").ran, Some(0));
+        assert_eq!(summarize("# tests 4\n# pass 4\n").ran, Some(4));
+        assert_eq!(summarize("no tests ran in 0.01s\n").ran, Some(0));
+        assert_eq!(summarize("all good\n").ran, None);
     }
 
     #[test]

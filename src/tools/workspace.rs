@@ -32,6 +32,9 @@ use anyhow::Context as _;
 pub struct Workspace {
     root: PathBuf,
     changed: Arc<Mutex<Changed>>,
+    /// Paths the model has seen in this run (read, edited or written): `write_file` replaces most of a
+    /// file only when the model knows what it replaces.
+    seen: Arc<Mutex<BTreeSet<String>>>,
 }
 
 /// What the tools changed in the worktree.
@@ -67,17 +70,35 @@ impl Workspace {
         Ok(Workspace {
             root: canonical,
             changed: Arc::default(),
+            seen: Arc::default(),
         })
     }
 
     /// Notes that a tool wrote `rel` (a [`Resolved::rel`]).
     pub fn record(&self, rel: &str) {
         self.lock().paths.insert(rel.to_string());
+        self.record_seen(rel);
     }
 
     /// Notes that files may have changed beyond the recorded paths (`shell` ran, a resumed run).
     pub fn record_unknown(&self) {
         self.lock().unknown = true;
+    }
+
+    /// Notes that the model has seen the content of `rel` (a [`Resolved::rel`]) in this run.
+    pub fn record_seen(&self, rel: &str) {
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(rel.to_string());
+    }
+
+    /// Whether the model has seen the content of `rel` in this run.
+    pub fn was_seen(&self, rel: &str) -> bool {
+        self.seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(rel)
     }
 
     /// What the tools changed so far.

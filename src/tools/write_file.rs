@@ -2,6 +2,12 @@
 //!
 //! Replacing a file whose lines all end in CRLF keeps CRLF: models write LF, and a whole-file line-ending
 //! change would drown the real change in the diff.
+//!
+//! Small models destroy files with it: they write a tool call's JSON as a file's content, or a few lines
+//! they guessed over a file they never read. So a write is refused when its content is a tool call, and
+//! when it would remove most of the lines ([`MOST`]) of an existing file (of [`MIN_LINES`] or more) that the model has not seen in this
+//! run (read, edited or written); the refusal says to use `edit`. A write of the content the file already
+//! has changes nothing and says so ("unchanged"): it is not recorded as a change.
 
 use std::fs;
 
@@ -9,6 +15,12 @@ use serde_json::{json, Value};
 
 use super::text::{is_crlf, line_count, looks_binary, plural, writable};
 use super::{object, Args, CallFuture, Context, Tool, ToolError, Workspace};
+
+/// The share of an existing file's non-blank lines that a write may remove without the model having seen
+/// the file: more is refused.
+const MOST: f64 = 0.5;
+/// Files with fewer non-blank lines are cheap to rewrite whole: the check leaves them alone.
+const MIN_LINES: usize = 4;
 
 pub struct WriteFile;
 
@@ -40,6 +52,39 @@ impl Tool for WriteFile {
     }
 }
 
+/// Whether `content` is a tool call rather than a file's text: a JSON object with a tool's `name` and its
+/// `arguments` (or `parameters`), or a call wrapped in the template's `<tool_call>` tags.
+fn is_tool_call(content: &str) -> bool {
+    let t = content.trim();
+    if t.starts_with("<tool_call>") {
+        return true;
+    }
+    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(t) else {
+        return false;
+    };
+    map.get("name").is_some_and(Value::is_string)
+        && (map.contains_key("arguments") || map.contains_key("parameters"))
+}
+
+/// How many of `old`'s non-blank lines `new` no longer has (each line counted as often as it occurs), and
+/// how many non-blank lines `old` has.
+fn removed_lines(old: &str, new: &str) -> (usize, usize) {
+    let mut left: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for line in new.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        *left.entry(line).or_default() += 1;
+    }
+    let mut gone = 0;
+    let mut total = 0;
+    for line in old.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        total += 1;
+        match left.get_mut(line) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => gone += 1,
+        }
+    }
+    (gone, total)
+}
+
 fn write(ws: &Workspace, args: Args) -> Result<String, String> {
     let path = ws.resolve(args.string("path")?)?;
     let content = args.string("content")?;
@@ -56,6 +101,12 @@ fn write(ws: &Workspace, args: Args) -> Result<String, String> {
     if let Some(meta) = &existing {
         writable(rel, meta)?;
     }
+    if is_tool_call(content) {
+        return Err(format!(
+            "Not written: the content is a tool call, not the text of `{rel}`. Call the tool itself; to change \
+             part of a file, use edit."
+        ));
+    }
     let mut content = content.to_string();
     let mut note = "";
     if existing.is_some() {
@@ -65,6 +116,19 @@ fn write(ws: &Workspace, args: Args) -> Result<String, String> {
             if is_crlf(&old) && !content.contains('\r') && content.contains('\n') {
                 content = content.replace('\n', "\r\n");
                 note = ", CRLF line endings kept";
+            }
+            if old == content {
+                return Ok(format!(
+                    "Unchanged: `{rel}` already has this content; nothing was written."
+                ));
+            }
+            let (gone, total) = removed_lines(&old, &content);
+            if !ws.was_seen(rel) && total >= MIN_LINES && gone as f64 > MOST * total as f64 {
+                return Err(format!(
+                    "Not written: this would remove {gone} of the {total} lines of `{rel}`, which you have not \
+                     read. Use edit to change part of a file (read_file shows its lines first); write_file \
+                     replaces a whole file."
+                ));
             }
         }
     }

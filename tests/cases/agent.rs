@@ -2009,3 +2009,163 @@ async fn the_commit_holds_the_files_the_tools_wrote_and_not_the_cargo_lock_the_t
     assert_eq!(files.trim(), "src/lib.rs\ntests/abs.rs");
     assert_eq!(report(&repo, "fix-abs")["status"], "verified");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_tests_that_ran_no_test_is_a_failure_that_says_so() {
+    let repo = Repo::with_files(&[
+        ("Cargo.toml", CRATE_TOML),
+        (".gitignore", "/target\n"),
+        ("src/lib.rs", CRATE_LIB),
+        ("tests/api.rs", CRATE_API_TEST),
+    ]);
+    // `all`, copied from a description: cargo runs `cargo test all`, which matches no test and exits 0.
+    let model = Model::start(vec![
+        call(1, "run_tests", json!({"selector": "all"})),
+        call(2, "run_tests", json!({})),
+        call(
+            3,
+            "submit",
+            json!({"verdict": "NO-GO", "summary": "looked"}),
+        ),
+    ])
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "zero tests"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    // The default per-reply limit: long enough for a whole-file write, short enough for a slow model.
+    assert_eq!(requests[0]["max_tokens"], 1536);
+    let first = tool_results(&requests[1]);
+    assert_eq!(first.len(), 1);
+    assert!(
+        first[0].1.contains("Tests failed: 0 tests ran")
+            && first[0].1.contains("the selector `all` matched no test"),
+        "{first:?}"
+    );
+    assert!(!first[0].1.contains("Tests passed"), "{first:?}");
+    let tool = transcript(&repo, "zero-tests")
+        .into_iter()
+        .find(|e| e["event"] == "tool")
+        .unwrap();
+    assert_eq!(tool["ok"], false);
+    // Without the selector the same tests run and pass.
+    let second = tool_results(&requests[2]);
+    assert!(second[0].1.contains("Tests passed"), "{second:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_file_refuses_tool_calls_and_unread_rewrites_and_says_unchanged_for_the_same_content()
+{
+    let repo = calc_repo();
+    let short = "def add(a, b):\n    return a + b\n";
+    let model = Model::start(vec![
+        call(
+            1,
+            "write_file",
+            json!({"path": "calc.py", "content": r#"{"name": "edit", "arguments": {"path": "calc.py"}}"#}),
+        ),
+        call(2, "write_file", json!({"path": "calc.py", "content": short})),
+        call(3, "write_file", json!({"path": "calc.py", "content": CALC})),
+        call(
+            4,
+            "submit",
+            json!({"verdict": "NO-GO", "summary": "nothing changed"}),
+        ),
+    ])
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "rewrite"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let result = |n: usize| tool_results(&requests[n])[0].1.clone();
+    assert!(
+        result(1).starts_with("Not written: the content is a tool call"),
+        "{}",
+        result(1)
+    );
+    assert!(
+        result(2).starts_with("Not written: this would remove 3 of the 4 lines of `calc.py`")
+            && result(2).contains("Use edit"),
+        "{}",
+        result(2)
+    );
+    assert_eq!(
+        result(3),
+        "Unchanged: `calc.py` already has this content; nothing was written."
+    );
+    let ws = workspace(&repo, "rewrite");
+    assert_eq!(std::fs::read_to_string(ws.join("calc.py")).unwrap(), CALC);
+    let oks: Vec<Value> = transcript(&repo, "rewrite")
+        .into_iter()
+        .filter(|e| e["event"] == "tool")
+        .map(|e| e["ok"].clone())
+        .collect();
+    assert_eq!(oks, [json!(false), json!(false), json!(true), json!(true)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_transcript_keeps_the_raw_reply_text_of_recovered_calls() {
+    let repo = calc_repo();
+    let raw = "I will read it.\n<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"calc.py\"}}\n</tool_call>";
+    let model = Model::start(vec![
+        text(raw),
+        call(
+            2,
+            "submit",
+            json!({"verdict": "NO-GO", "summary": "not sure"}),
+        ),
+    ])
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "raw text"]).await;
+    model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let responses: Vec<Value> = transcript(&repo, "raw-text")
+        .into_iter()
+        .filter(|e| e["event"] == "response")
+        .collect();
+    assert_eq!(responses[0]["recovered"], true);
+    assert_eq!(responses[0]["raw_content"], raw);
+    assert_ne!(responses[0]["content"], raw);
+    // A native call's reply has no text to keep.
+    assert!(
+        responses[1].get("raw_content").is_none(),
+        "{}",
+        responses[1]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_no_call_reminder_shows_a_real_call_not_wording_or_placeholders_to_copy() {
+    let repo = calc_repo();
+    let model = Model::start(vec![
+        text("I will look around first."),
+        text("Still thinking."),
+        text("Thinking more."),
+        call(4, "list_files", json!({})),
+        call(
+            5,
+            "submit",
+            json!({"verdict": "NO-GO", "summary": "looked"}),
+        ),
+    ])
+    .await;
+    let run = vouch_run(
+        &repo,
+        &model,
+        &["--prompt", "reminders", "--tool-mode", "native"],
+    )
+    .await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let example = r#"{"name": "list_files", "arguments": {}}"#;
+    for n in [1, 3] {
+        let reminder = last_user(&requests[n]);
+        assert!(reminder.contains("no tool call"), "{reminder}");
+        assert!(reminder.contains(example), "{reminder}");
+        assert!(
+            !reminder.contains("look around with") && !reminder.contains("with a path"),
+            "{reminder}"
+        );
+    }
+    // The example is a call the model can send as it is.
+    let call: Value = serde_json::from_str(example).unwrap();
+    assert_eq!(call, json!({"name": "list_files", "arguments": {}}));
+}

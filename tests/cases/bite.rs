@@ -41,17 +41,7 @@ fn change(repo: &Repo, files: &[(&str, &str)], msg: &str) -> Gate {
 }
 
 fn outcomes(g: &Gate) -> Vec<(String, String)> {
-    g.report()["bite"]["tests"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no bite tests: {}", g.explain()))
-        .iter()
-        .map(|t| {
-            (
-                t["id"].as_str().unwrap().to_owned(),
-                t["outcome"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
+    g.bite_outcomes()
 }
 
 fn bite(g: &Gate) -> &Value {

@@ -5,17 +5,7 @@
 use crate::util::{Gate, Repo};
 
 fn outcomes(g: &Gate) -> Vec<(String, String)> {
-    g.report()["bite"]["tests"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no bite tests: {}", g.explain()))
-        .iter()
-        .map(|t| {
-            (
-                t["id"].as_str().unwrap().to_owned(),
-                t["outcome"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
+    g.bite_outcomes()
 }
 
 const CUSTOM_TARGET_TOML: &str = "[package]\nname = \"rgl\"\nversion = \"0.1.0\"\nedition = \"2021\"\nautotests = false\n\n[[test]]\nname = \"integration\"\npath = \"tests/tests.rs\"\n\n[dependencies]\n";
@@ -239,17 +229,7 @@ fn a_hunk_the_rest_of_the_change_needs_to_build_is_needed_to_build_not_guarded()
     r.commit("fix abs with a helper");
     let g = r.gate(&["--base", "HEAD~1", "--bite-hunks", "require"]);
     assert_eq!(g.verdict(), "pass", "{}", g.explain());
-    let hunks: Vec<(String, String)> = g.report()["bite"]["hunks"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no hunks: {}", g.explain()))
-        .iter()
-        .map(|h| {
-            (
-                h["lines"].as_str().unwrap().to_owned(),
-                h["status"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let hunks = g.bite_pairs("hunks", "lines", "status");
     let want: Vec<(String, String)> = [("3-7", "guarded"), ("14-17", "needed-to-build")]
         .iter()
         .map(|(l, s)| (l.to_string(), s.to_string()))
@@ -274,23 +254,13 @@ fn a_production_hunk_no_test_notices_is_unguarded_and_fails_only_when_required()
     r.commit("fix abs; touch double's docs and half's body");
     let g = r.gate(&["--base", "HEAD~1"]);
     assert_eq!(g.verdict(), "pass", "{}", g.explain());
-    let hunks: Vec<(String, String, String)> = g.report()["bite"]["hunks"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no hunks: {}", g.explain()))
+    let files = g.bite_pairs("hunks", "file", "status");
+    assert!(files.iter().all(|(f, _)| f == "src/lib.rs"), "{files:?}");
+    let hunks = g.bite_pairs("hunks", "lines", "status");
+    let want: Vec<(String, String)> = [("3-7", "guarded"), ("10", "skipped"), ("17", "unguarded")]
         .iter()
-        .map(|h| {
-            (
-                h["file"].as_str().unwrap().to_owned(),
-                h["lines"].as_str().unwrap().to_owned(),
-                h["status"].as_str().unwrap().to_owned(),
-            )
-        })
+        .map(|(l, s)| (l.to_string(), s.to_string()))
         .collect();
-    let want: Vec<(String, String, String)> =
-        [("3-7", "guarded"), ("10", "skipped"), ("17", "unguarded")]
-            .iter()
-            .map(|(l, s)| ("src/lib.rs".to_string(), l.to_string(), s.to_string()))
-            .collect();
     assert_eq!(hunks, want, "{}", g.explain());
     let g = r.gate(&["--base", "HEAD~1", "--bite-hunks", "require"]);
     assert_eq!(g.verdict(), "fail", "{}", g.explain());

@@ -220,6 +220,24 @@ impl Gate {
         strings(&self.report()["tests"][field])
     }
 
+    /// `(a, b)` of every entry of the bite report's list `list` (`tests`, `hunks`); panics without the list.
+    pub fn bite_pairs(&self, list: &str, a: &str, b: &str) -> Vec<(String, String)> {
+        self.report()["bite"][list]
+            .as_array()
+            .unwrap_or_else(|| panic!("no bite {list}: {}", self.explain()))
+            .iter()
+            .map(|t| {
+                let field = |k: &str| t[k].as_str().unwrap_or_default().to_owned();
+                (field(a), field(b))
+            })
+            .collect()
+    }
+
+    /// `(id, outcome)` of every test the bite check ran.
+    pub fn bite_outcomes(&self) -> Vec<(String, String)> {
+        self.bite_pairs("tests", "id", "outcome")
+    }
+
     /// Everything a person would read when the assertion fails.
     pub fn explain(&self) -> String {
         format!(

@@ -9,7 +9,7 @@
 //! argument is reported as such ([`LearnError::DropsArguments`]): a parser learned from it would learn the
 //! wrapper and never the arguments, and fail exactly like having no parser.
 
-mod parse;
+pub(crate) mod parse;
 mod render;
 
 #[cfg(test)]
@@ -158,6 +158,45 @@ fn diff<'a>(base: &str, call: &'a str) -> &'a str {
 
 fn tmpl_err(e: minijinja::Error) -> LearnError {
     LearnError::Template(format!("{e:#}"))
+}
+
+/// What `template` renders for an assistant turn holding `calls` (`(name, arguments object)`), with
+/// `tools` (OpenAI definitions) offered: the render with the calls minus the render of a plain answer,
+/// as learning diffs them. A model trained on the template writes its calls this way, so this is the text
+/// to check recovery against.
+pub fn render_calls(
+    template: &str,
+    calls: &[(String, Value)],
+    tools: &[Value],
+) -> Result<String, LearnError> {
+    let r = Renderer::new(template).map_err(tmpl_err)?;
+    let plain = json!({"role": "assistant", "content": "CCCC_CONTENT"});
+    let base = r.render_turn(plain, tools).map_err(tmpl_err)?;
+    let turn = |as_string: bool| {
+        let tool_calls: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, args))| {
+                let arguments = if as_string {
+                    json!(args.to_string())
+                } else {
+                    args.clone()
+                };
+                json!({
+                    "id": format!("call{:05}", i + 1),
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments},
+                })
+            })
+            .collect();
+        json!({"role": "assistant", "content": "", "tool_calls": tool_calls})
+    };
+    // Arguments as an object, else as a JSON string (templates differ, as in learning).
+    let text = match r.render_turn(turn(false), tools) {
+        Ok(t) => t,
+        Err(_) => r.render_turn(turn(true), tools).map_err(tmpl_err)?,
+    };
+    Ok(diff(&base, &text).trim().to_string())
 }
 
 /// Learns the call syntax of `template`.

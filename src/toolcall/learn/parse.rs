@@ -85,15 +85,62 @@ fn typed(raw: &str) -> Value {
     }
 }
 
+/// A call's arguments as the learned syntax wrote them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RawArgs {
+    /// One JSON value (a string holding JSON already decoded).
+    Json(Value),
+    /// Tagged keys and their values' raw text, trimmed.
+    Pairs(Vec<(String, String)>),
+}
+
+/// One call found in a text: its name, its arguments and the bytes it spans (the closing delimiter
+/// included when it follows).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spanned {
+    pub name: String,
+    pub args: RawArgs,
+    pub span: std::ops::Range<usize>,
+    /// The learned closing delimiter did not follow the call.
+    pub unclosed: bool,
+}
+
 /// The calls in `text`, as `(name, arguments)`.
 pub fn parse(l: &Learned, text: &str) -> Vec<(String, Value)> {
+    spans(l, text)
+        .into_iter()
+        .map(|c| {
+            let args = match c.args {
+                RawArgs::Json(v) => v,
+                RawArgs::Pairs(p) => {
+                    Value::Object(p.into_iter().map(|(k, v)| (k, typed(&v))).collect())
+                }
+            };
+            (c.name, args)
+        })
+        .collect()
+}
+
+/// Where the closing delimiter `close` follows `end`: the end of the call.
+fn closed_at(text: &str, end: usize, close: &str) -> (usize, bool) {
+    if close.trim().is_empty() {
+        return (end, true);
+    }
+    match at(text, end, close) {
+        Some(e) => (e, true),
+        None => (end, false),
+    }
+}
+
+/// The calls in `text`, with their spans.
+pub fn spans(l: &Learned, text: &str) -> Vec<Spanned> {
     let mut out = Vec::new();
     if l.open.trim().is_empty() {
         // A bare name or bare JSON is too weak a marker to read text by.
         return out;
     }
     let mut pos = 0;
-    while let Some((_, after_open)) = find(text, pos, &l.open) {
+    while let Some((open_start, after_open)) = find(text, pos, &l.open) {
         pos = after_open;
         match &l.shape {
             Shape::Json {
@@ -101,6 +148,7 @@ pub fn parse(l: &Learned, text: &str) -> Vec<(String, Value)> {
                 args_field,
             } => {
                 let mut p = after_open;
+                let mut calls = Vec::new();
                 while let Some((v, end)) = json_at(text, p) {
                     let call = match (name_field, args_field) {
                         (Some(nf), Some(af)) => pointer(&v, nf)
@@ -113,9 +161,10 @@ pub fn parse(l: &Learned, text: &str) -> Vec<(String, Value)> {
                             .map(|(k, a)| (k.clone(), Some(a.clone()))),
                     };
                     if let Some((name, args)) = call {
-                        out.push((
+                        calls.push((
                             name,
                             args.unwrap_or_else(|| Value::Object(Default::default())),
+                            skip_ws(text, p)..end,
                         ));
                     }
                     p = end;
@@ -126,7 +175,24 @@ pub fn parse(l: &Learned, text: &str) -> Vec<(String, Value)> {
                         break;
                     }
                 }
-                pos = p.max(pos);
+                // A list of calls closes once, after its last call; the first call's span takes the opening.
+                let (end, closed) = closed_at(text, p, &l.close);
+                let n = calls.len();
+                for (i, (name, args, mut span)) in calls.into_iter().enumerate() {
+                    if i == 0 {
+                        span.start = open_start;
+                    }
+                    if i + 1 == n {
+                        span.end = end;
+                    }
+                    out.push(Spanned {
+                        name,
+                        args: RawArgs::Json(args),
+                        span,
+                        unclosed: !closed,
+                    });
+                }
+                pos = end.max(pos);
             }
             Shape::TagJson { name_to_args, .. } => {
                 let start = skip_ws(text, after_open);
@@ -138,7 +204,13 @@ pub fn parse(l: &Learned, text: &str) -> Vec<(String, Value)> {
                     continue;
                 };
                 if let Some((v, e)) = json_at(text, j) {
-                    out.push((text[start..end].to_string(), args_value(v)));
+                    let (e, closed) = closed_at(text, e, &l.close);
+                    out.push(Spanned {
+                        name: text[start..end].to_string(),
+                        args: RawArgs::Json(args_value(v)),
+                        span: open_start..e,
+                        unclosed: !closed,
+                    });
                     pos = e;
                 }
             }
@@ -155,9 +227,10 @@ pub fn parse(l: &Learned, text: &str) -> Vec<(String, Value)> {
                     continue;
                 }
                 let name = text[start..end].to_string();
-                let mut args = serde_json::Map::new();
+                let mut args = Vec::new();
                 let mut p = end;
                 let mut sep = name_to_first_key.as_str();
+                let mut closed = false;
                 while let Some(key_start) = at(text, p, sep) {
                     let Some((key_end, value_start)) = find(text, key_start, key_to_value) else {
                         break;
@@ -166,14 +239,17 @@ pub fn parse(l: &Learned, text: &str) -> Vec<(String, Value)> {
                     let end = find(text, value_start, value_to_end);
                     let (value_end, after, more) = match (next_key, end) {
                         (Some(k), Some(e)) if k.0 < e.0 => (k.0, k.1, true),
-                        (_, Some(e)) => (e.0, e.1, false),
+                        (_, Some(e)) => {
+                            closed = true;
+                            (e.0, e.1, false)
+                        }
                         (Some(k), None) => (k.0, k.1, true),
                         (None, None) => (text.len(), text.len(), false),
                     };
-                    args.insert(
+                    args.push((
                         text[key_start..key_end].trim().to_string(),
-                        typed(&text[value_start..value_end]),
-                    );
+                        text[value_start..value_end].trim().to_string(),
+                    ));
                     if !more {
                         p = after;
                         break;
@@ -185,9 +261,15 @@ pub fn parse(l: &Learned, text: &str) -> Vec<(String, Value)> {
                 if args.is_empty() {
                     if let Some(e) = at(text, end, name_to_end) {
                         p = e;
+                        closed = true;
                     }
                 }
-                out.push((name, Value::Object(args)));
+                out.push(Spanned {
+                    name,
+                    args: RawArgs::Pairs(args),
+                    span: open_start..p,
+                    unclosed: !closed,
+                });
                 pos = p.max(pos);
             }
         }

@@ -30,6 +30,36 @@ pub fn sentinel_tool() -> Value {
     })
 }
 
+/// Python's `tojson`, with the keyword arguments Hugging Face templates pass (`ensure_ascii`, `indent`,
+/// `separators`, `sort_keys`) accepted; the output is compact JSON, or indented when `indent` is given.
+fn tojson(value: JValue, kwargs: minijinja::value::Kwargs) -> Result<JValue, Error> {
+    let indent: Option<JValue> = kwargs.get("indent")?;
+    for unused in ["ensure_ascii", "separators", "sort_keys"] {
+        let _: Option<JValue> = kwargs.get(unused)?;
+    }
+    kwargs.assert_all_used()?;
+    let v = serde_json::to_value(&value)
+        .map_err(|e| Error::new(ErrorKind::InvalidOperation, e.to_string()))?;
+    let text = match indent.filter(|i| !i.is_none() && !i.is_undefined()) {
+        Some(_) => serde_json::to_string_pretty(&v),
+        None => serde_json::to_string(&v),
+    }
+    .map_err(|e| Error::new(ErrorKind::InvalidOperation, e.to_string()))?;
+    Ok(JValue::from_safe_string(text))
+}
+
+/// The template without Hugging Face's `{% generation %}` markers (they only mark the assistant's tokens for
+/// training masks, and minijinja does not know the statement).
+fn without_generation_tags(template: &str) -> String {
+    let mut out = template.to_string();
+    for tag in ["generation", "endgeneration"] {
+        for (open, close) in [("{%", "%}"), ("{%-", "-%}"), ("{%-", "%}"), ("{%", "-%}")] {
+            out = out.replace(&format!("{open} {tag} {close}"), "");
+        }
+    }
+    out
+}
+
 /// A compiled template.
 pub struct Renderer {
     env: Environment<'static>,
@@ -46,7 +76,8 @@ impl Renderer {
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         env.add_function("raise_exception", raise_exception);
         env.add_function("strftime_now", |_fmt: String| "01 Jan 2026".to_string());
-        env.add_template_owned("chat", template.to_string())?;
+        env.add_filter("tojson", tojson);
+        env.add_template_owned("chat", without_generation_tags(template))?;
         Ok(Renderer { env })
     }
 
@@ -78,9 +109,14 @@ impl Renderer {
         } else {
             json!({"role": "assistant", "content": "", "tool_calls": tool_calls})
         };
+        self.render_turn(assistant, &[sentinel_tool()])
+    }
+
+    /// A user turn, then `assistant` (a message object), with `tools` offered.
+    pub fn render_turn(&self, assistant: Value, tools: &[Value]) -> Result<String, Error> {
         let ctx = json!({
             "messages": [{"role": "user", "content": "UUUU_USER"}, assistant],
-            "tools": [sentinel_tool()],
+            "tools": tools,
             "add_generation_prompt": false,
             "bos_token": "",
             "eos_token": "",

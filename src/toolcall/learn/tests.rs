@@ -133,3 +133,27 @@ fn smollm2s_shipped_tool_template_is_learned() {
     let l = learn(t).unwrap();
     assert!(l.known_format.is_some(), "{l:?}");
 }
+
+/// Hugging Face templates call `tojson(ensure_ascii=False)` and wrap the assistant turn in
+/// `{% generation %}`: both render.
+#[test]
+fn tojson_keyword_arguments_and_generation_markers_render() {
+    let t = r#"{%- for m in messages -%}
+<|im_start|>{{ m.role }}
+{% generation %}{% if m.tool_calls %}{% for tc in m.tool_calls %}<tool_call>
+{"name": "{{ tc.function.name }}", "arguments": {{ tc.function.arguments | tojson(ensure_ascii=False) }}}
+</tool_call>{% endfor %}{% else %}{{ m.content }}{% endif %}{% endgeneration %}<|im_end|>
+{% endfor -%}"#;
+    let l = learn(t).unwrap();
+    assert_eq!(l.known_format.as_deref(), Some("hermes"));
+    let text = render_calls(
+        t,
+        &[("read_file".to_string(), json!({"path": "é.rs"}))],
+        &[render::sentinel_tool()],
+    )
+    .unwrap();
+    assert_eq!(
+        text,
+        "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\":\"é.rs\"}}\n</tool_call>"
+    );
+}

@@ -2,6 +2,8 @@
 //! reasoning, names, schemas) and robustness (no panics, linear work). Every test compares whole results.
 
 mod families;
+mod leaks;
+mod learned;
 mod literal;
 mod order;
 mod robustness;

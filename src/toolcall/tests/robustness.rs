@@ -119,16 +119,16 @@ fn work(text: &str) -> Vec<u64> {
         content: Some(text),
         ..Message::default()
     };
-    let mut out = vec![recover_counted(&msg, &tools, None).1];
+    let mut out = vec![recover_counted(&msg, &tools, None, None).1];
     for f in Format::PARSERS {
-        out.push(recover_counted(&msg, &tools, Some(f)).1);
+        out.push(recover_counted(&msg, &tools, Some(f), None).1);
     }
     let as_reasoning = Message {
         content: None,
         reasoning_content: Some(text),
         tool_calls: &[],
     };
-    out.push(recover_counted(&as_reasoning, &tools, None).1);
+    out.push(recover_counted(&as_reasoning, &tools, None, None).1);
     out
 }
 
@@ -209,6 +209,7 @@ fn ten_thousand_unclosed_tool_calls_are_parsed_quickly_in_work() {
             ..Message::default()
         },
         &agent(),
+        None,
         None,
     );
     assert_eq!(r.calls, vec![]);

@@ -46,6 +46,21 @@ fn a_path_and_a_glob_narrow_the_listing() {
 }
 
 #[test]
+fn a_glob_given_as_the_path_is_used_as_the_glob() {
+    let f = repo();
+    assert_eq!(
+        f.ok("list_files", json!({"path": "src/**"})),
+        "2 files in the repository matching `src/**` (`src/**` is a glob, not a directory: pass it as \
+         glob):\nsrc/lib.rs\nsrc/main.rs"
+    );
+    assert_eq!(
+        f.ok("list_files", json!({"path": "tests/**"})),
+        "No files in the repository matching `tests/**` (`tests/**` is a glob, not a directory: pass it \
+         as glob)."
+    );
+}
+
+#[test]
 fn a_long_listing_is_capped_and_says_how_many_more() {
     let names: Vec<String> = (0..510).map(|n| format!("many/f{n:03}.txt")).collect();
     let files: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "")).collect();

@@ -48,3 +48,69 @@ fn a_directory_or_the_root_cannot_be_written() {
         "write_file needs the path of a file, such as `src/new.rs`."
     );
 }
+
+const LIB: &str = "fn a() {}\nfn b() {}\nfn c() {}\nfn d() {}\nfn e() {}\n";
+
+#[test]
+fn a_write_that_removes_most_of_an_unread_file_is_refused_and_allowed_once_read() {
+    let f = fixture(&[("src/lib.rs", LIB)]);
+    let short = json!({"path": "src/lib.rs", "content": "fn a() {}\nfn z() {}\n"});
+    assert_eq!(
+        f.err("write_file", short.clone()),
+        "Not written: this would remove 4 of the 5 lines of `src/lib.rs`, which you have not read. Use \
+         edit to change part of a file (read_file shows its lines first); write_file replaces a whole file."
+    );
+    assert_eq!(f.read("src/lib.rs"), LIB);
+    // After a read, the whole file may go.
+    f.ok("read_file", json!({"path": "src/lib.rs"}));
+    assert_eq!(
+        f.ok("write_file", short),
+        "Replaced src/lib.rs: 20 bytes, 2 lines."
+    );
+}
+
+#[test]
+fn a_write_that_keeps_most_lines_of_an_unread_file_is_allowed() {
+    let f = fixture(&[("src/lib.rs", LIB)]);
+    let most =
+        json!({"path": "src/lib.rs", "content": "fn a() {}\nfn b() {}\nfn c() {}\nfn x() {}\n"});
+    assert_eq!(
+        f.ok("write_file", most),
+        "Replaced src/lib.rs: 40 bytes, 4 lines."
+    );
+}
+
+#[test]
+fn a_tool_call_as_content_is_refused_even_for_a_new_file() {
+    let f = fixture(&[("src/lib.rs", LIB)]);
+    let call = r#"{"name": "edit", "arguments": {"path": "src/lib.rs", "old_string": "a", "new_string": "b"}}"#;
+    for path in ["src/lib.rs", "src/new.rs"] {
+        assert_eq!(
+            f.err("write_file", json!({"path": path, "content": call})),
+            format!(
+                "Not written: the content is a tool call, not the text of `{path}`. Call the tool itself; \
+                 to change part of a file, use edit."
+            )
+        );
+    }
+    assert_eq!(f.read("src/lib.rs"), LIB);
+    assert!(!f.repo().join("src/new.rs").exists());
+    // JSON that is not a call is written.
+    assert_eq!(
+        f.ok(
+            "write_file",
+            json!({"path": "data.json", "content": "{\"name\": \"x\"}\n"})
+        ),
+        "Created data.json: 14 bytes, 1 line."
+    );
+}
+
+#[test]
+fn writing_the_same_content_says_unchanged_and_records_no_change() {
+    let f = fixture(&[("src/lib.rs", LIB)]);
+    assert_eq!(
+        f.ok("write_file", json!({"path": "src/lib.rs", "content": LIB})),
+        "Unchanged: `src/lib.rs` already has this content; nothing was written."
+    );
+    assert!(f.workspace.changed().paths.is_empty());
+}

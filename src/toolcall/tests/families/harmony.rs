@@ -69,3 +69,15 @@ fn a_leaked_commentary_message_holding_a_call_object_is_a_call() {
         )
     );
 }
+
+#[test]
+fn a_harmony_recipient_in_the_role_header_with_a_constrain_token_is_read() {
+    let text = "<|channel|>analysis<|message|>Need the file.<|end|><|start|>assistant to=functions.read_file<|channel|>commentary <|constrain|>json<|message|>{\"path\": \"a.rs\"}<|call|>";
+    let out = content(text);
+    assert_eq!(out["format"], json!("harmony"));
+    assert_eq!(
+        out["calls"],
+        json!([{"name": "read_file", "arguments": {"path": "a.rs"}}])
+    );
+    assert_eq!(out["content"], json!(""));
+}

@@ -53,3 +53,33 @@ fn kimi_k2_calls_at_the_end_of_the_reasoning_are_taken_when_there_is_no_answer()
         })
     );
 }
+
+// ---- Kimi-K3 XTML ----
+
+#[test]
+fn kimi_k3_arguments_are_raw_strings_or_json_by_their_type() {
+    let text = "Looking.<|open|>tools<|sep|><|open|>call tool=\"read_file\" index=\"1\"<|sep|><|open|>argument key=\"path\" type=\"string\"<|sep|>src/a&b.rs<|close|>argument<|sep|><|open|>argument key=\"end_line\" type=\"integer\"<|sep|>5<|close|>argument<|sep|><|close|>call<|sep|><|open|>call tool=\"list_files\" index=\"2\"<|sep|><|close|>call<|sep|><|close|>tools<|sep|>";
+    assert_eq!(
+        content(text),
+        expect(
+            "kimi-k3",
+            json!([
+                {"name": "read_file", "arguments": {"path": "src/a&b.rs", "end_line": 5}},
+                {"name": "list_files", "arguments": {}},
+            ]),
+            "Looking."
+        )
+    );
+}
+
+#[test]
+fn kimi_k3_attribute_values_are_unescaped() {
+    let text = "<|open|>tools<|sep|><|open|>call tool=\"search\" index=\"1\"<|sep|><|open|>argument key=\"pattern\" type=\"string\"<|sep|>a<b && \"c\"<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>";
+    assert_eq!(
+        content(text)["calls"],
+        json!([{"name": "search", "arguments": {"pattern": "a<b && \"c\""}}])
+    );
+    let escaped_name = "<|open|>call tool=\"read&#95;file\" index=\"1\"<|sep|><|close|>call<|sep|>";
+    // An escape vouch does not know stays as written, and names no tool.
+    assert_eq!(content(escaped_name)["calls"], json!([]));
+}

@@ -1,5 +1,6 @@
 //! One file per format family, with realistic samples (the longer ones under tests/data/toolcall/).
 
+mod apertus;
 mod bare_json;
 mod deepseek;
 mod functionary;

@@ -1,0 +1,3 @@
+module example.com/ports
+
+go 1.19

@@ -1,0 +1,14 @@
+import pytest
+
+from stats import mean, median
+
+
+def test_mean():
+    assert mean([1, 2, 3]) == 2
+    with pytest.raises(ValueError):
+        mean([])
+
+
+def test_median_of_odd_and_even_lengths():
+    assert median([3, 1, 2]) == 2
+    assert median([4, 1, 3, 2]) == 2.5
