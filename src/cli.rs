@@ -309,21 +309,8 @@ pub struct PrArgs {
     #[arg(long, value_name = "DIR", requires = "branch")]
     pub repo: Option<PathBuf>,
 
-    /// The forge [default: from the remote's URL: github.com is GitHub, codeberg.org and gitea/forgejo hosts Gitea].
-    #[arg(long, value_enum)]
-    pub forge: Option<Forge>,
-
-    /// The repository on the forge [default: from the remote's URL].
-    #[arg(long, value_name = "OWNER/REPO")]
-    pub forge_repo: Option<String>,
-
-    /// The API: GitHub's base (https://ghe.example/api/v3), or the Gitea server (/api/v1 is added).
-    #[arg(long, value_name = "URL")]
-    pub api_url: Option<String>,
-
-    /// The remote to push to, by name or URL.
-    #[arg(long, value_name = "NAME|URL", default_value = "origin")]
-    pub remote: String,
+    #[command(flatten)]
+    pub forge: ForgeArgs,
 
     /// The pull request's base branch [default: the repository's default branch].
     #[arg(long, value_name = "BRANCH")]
@@ -344,6 +331,36 @@ pub struct PrArgs {
     /// The issue the change fixes: the body says `Fixes #N`.
     #[arg(long, value_name = "N")]
     pub issue: Option<u64>,
+}
+
+/// When `vouch run --open-pr` opens a pull request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OpenPr {
+    /// Only for a verified run.
+    Verified,
+    /// For any finished run: a draft with the report when the run is not verified.
+    Always,
+}
+
+/// Where a forge is: the flags `vouch pr`, `vouch gate --pr` and `vouch run --open-pr` share; each one given
+/// wins over `[forge]` in vouch.toml.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ForgeArgs {
+    /// The forge [default: from the remote's URL: github.com is GitHub, codeberg.org and gitea/forgejo hosts Gitea].
+    #[arg(long, value_enum)]
+    pub forge: Option<Forge>,
+
+    /// The repository on the forge [default: from the remote's URL].
+    #[arg(long, value_name = "OWNER/REPO")]
+    pub forge_repo: Option<String>,
+
+    /// The API: GitHub's base (https://ghe.example/api/v3), or the Gitea server (/api/v1 is added).
+    #[arg(long, value_name = "URL")]
+    pub api_url: Option<String>,
+
+    /// The remote to push to and fetch from, by name or URL [default: origin].
+    #[arg(long, value_name = "NAME|URL")]
+    pub remote: Option<String>,
 
     /// The environment variable that holds the token [default: GITHUB_TOKEN, GH_TOKEN; GITEA_TOKEN].
     #[arg(long, value_name = "VAR")]
@@ -521,6 +538,19 @@ pub struct GateArgs {
     #[arg(long, short)]
     pub quiet: bool,
 
+    /// Re-verify a pull request, OWNER/REPO#N or N: its base and head are fetched under refs/vouch/pr/N/
+    /// (the checkout is not touched) and judged instead of --base/--head.
+    #[arg(long, value_name = "OWNER/REPO#N", conflicts_with_all = ["base", "head"])]
+    pub pr: Option<String>,
+
+    /// With --pr: post the commit status vouch/gate and the report as one sticky comment (edited on the
+    /// next run; nothing is posted when the head has not changed since the last report).
+    #[arg(long, requires = "pr")]
+    pub post: bool,
+
+    #[command(flatten)]
+    pub forge: ForgeArgs,
+
     #[command(flatten)]
     pub checks: GateCheckArgs,
 }
@@ -617,7 +647,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "TEXT")]
     pub prompt: Option<String>,
 
-    /// A forge issue as OWNER/REPO#N; not built yet, so save the issue as a task file instead.
+    /// A forge issue as OWNER/REPO#N: its title, body and labels become the task (the pull request says Fixes #N).
     #[arg(long, value_name = "OWNER/REPO#N")]
     pub issue: Option<String>,
 
@@ -733,6 +763,23 @@ pub struct RunArgs {
     /// No per-turn lines, no summary and no warnings on stderr, only errors (the records are still written).
     #[arg(long, short)]
     pub quiet: bool,
+
+    /// After the run, push its branch and open (or update) its pull request as `vouch pr` does: for a
+    /// verified run; `--open-pr=always` opens a draft with the report for any other finished run too.
+    #[arg(long, value_enum, value_name = "WHEN", num_args = 0..=1, require_equals = true,
+          default_missing_value = "verified")]
+    pub open_pr: Option<OpenPr>,
+
+    /// With --open-pr: open the pull request as a draft.
+    #[arg(long, requires = "open_pr")]
+    pub draft: bool,
+
+    /// With --issue: post the run's final verdict as a comment on the issue.
+    #[arg(long, requires = "issue")]
+    pub comment: bool,
+
+    #[command(flatten)]
+    pub forge: ForgeArgs,
 
     #[command(flatten)]
     pub checks: GateCheckArgs,

@@ -43,6 +43,47 @@ pub struct Settings {
     pub profile: Option<String>,
     pub author: Option<String>,
     pub signoff: Option<bool>,
+    /// `[forge]`: where pull requests go.
+    pub forge: Option<ForgeSettings>,
+}
+
+/// The `[forge]` table: what `--forge`, `--forge-repo`, `--api-url`, `--remote`, `--token-env` and `--draft`
+/// say, for `vouch pr`, `vouch gate --pr` and `vouch run --open-pr`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForgeSettings {
+    pub forge: Option<crate::forge::Forge>,
+    /// `OWNER/REPO`.
+    pub repo: Option<String>,
+    pub api_url: Option<String>,
+    pub remote: Option<String>,
+    pub token_env: Option<String>,
+    pub draft: Option<bool>,
+}
+
+/// The `[forge]` keys a repository's file may not set: they decide which host gets the token.
+pub const REPO_REFUSED_FORGE: &[&str] = &["api_url", "remote", "token_env"];
+
+impl ForgeSettings {
+    /// `self` with every value `over` has replaced.
+    pub fn overlay(self, over: ForgeSettings) -> ForgeSettings {
+        ForgeSettings {
+            forge: over.forge.or(self.forge),
+            repo: over.repo.or(self.repo),
+            api_url: over.api_url.or(self.api_url),
+            remote: over.remote.or(self.remote),
+            token_env: over.token_env.or(self.token_env),
+            draft: over.draft.or(self.draft),
+        }
+    }
+
+    fn set(&self, key: &str) -> bool {
+        match key {
+            "api_url" => self.api_url.is_some(),
+            "remote" => self.remote.is_some(),
+            _ => self.token_env.is_some(),
+        }
+    }
 }
 
 impl Settings {
@@ -61,6 +102,10 @@ impl Settings {
             profile: over.profile.or(self.profile),
             author: over.author.or(self.author),
             signoff: over.signoff.or(self.signoff),
+            forge: match (self.forge, over.forge) {
+                (Some(low), Some(high)) => Some(low.overlay(high)),
+                (low, high) => high.or(low),
+            },
         }
     }
 
@@ -83,6 +128,22 @@ impl Settings {
         // One key at a time, so that an error names its key: serde's messages for a bad value do not.
         let mut settings = Settings::default();
         for (key, value) in table {
+            if let (true, toml::Value::Table(forge)) = (key == "forge", &value) {
+                // `[forge]` one key at a time too: the error says `forge.KEY`.
+                let mut layer = ForgeSettings::default();
+                for (sub, v) in forge {
+                    let one = toml::Table::from_iter([(sub.clone(), v.clone())]);
+                    let more: ForgeSettings = one
+                        .try_into()
+                        .map_err(|e: toml::de::Error| format!("forge.{sub}: {}", e.message()))?;
+                    layer = layer.overlay(more);
+                }
+                settings = settings.overlay(Settings {
+                    forge: Some(layer),
+                    ..Settings::default()
+                });
+                continue;
+            }
             let one = toml::Table::from_iter([(key.clone(), value)]);
             let layer: Settings = one
                 .try_into()
@@ -117,13 +178,21 @@ impl Settings {
 
     /// A repository's layer that sets where secrets go is an error saying why.
     fn refuse_secrets(&self, path: &Path) -> Result<()> {
-        let set: Vec<&str> = REPO_REFUSED
+        let forge = self.forge.clone().unwrap_or_default();
+        let set: Vec<String> = REPO_REFUSED
             .iter()
             .copied()
             .filter(|key| match *key {
                 "endpoint" => self.endpoint.is_some(),
                 _ => self.api_key_env.is_some(),
             })
+            .map(str::to_string)
+            .chain(
+                REPO_REFUSED_FORGE
+                    .iter()
+                    .filter(|k| forge.set(k))
+                    .map(|k| format!("forge.{k}")),
+            )
             .collect();
         if set.is_empty() {
             return Ok(());
@@ -136,12 +205,12 @@ impl Settings {
         Err(VouchError::usage_hint(
             format!(
                 "{}: a repository's {FILE_NAME} may not set {keys}: they decide which host gets which of your \
-                 environment variables as an API key, and a repository you cloned must not choose that",
+                 environment variables as an API key or token, and a repository you cloned must not choose that",
                 path.display()
             ),
             format!(
                 "remove {keys} from that file; set them in your own file ({}), with VOUCH_ENDPOINT / \
-                 VOUCH_API_KEY_ENV, or with --endpoint / --api-key-env",
+                 VOUCH_API_KEY_ENV, or with the flags (--endpoint, --api-key-env, --api-url, --remote, --token-env)",
                 user_file()
                     .map(|p| p.display().to_string())
                     .unwrap_or_else(|| format!("~/.config/vouch/{FILE_NAME}"))
@@ -224,6 +293,7 @@ mod tests {
                 profile: Some("rust".into()),
                 author: Some("A <a@b.c>".into()),
                 signoff: Some(false),
+                forge: None,
             }
         );
         assert_eq!(Settings::parse("").unwrap(), Settings::default());
@@ -277,6 +347,83 @@ mod tests {
         }
         std::fs::write(&path, "max_turns = 3\nmodel = \"m\"\n").unwrap();
         assert_eq!(Settings::from_files(dir.path()).unwrap().max_turns, Some(3));
+    }
+
+    #[test]
+    fn the_forge_table_is_read_and_its_errors_name_forge_dot_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("user.toml");
+        std::fs::write(
+            &path,
+            "model = \"m\"\n[forge]\nforge = \"gitea\"\nrepo = \"o/r\"\napi_url = \"http://h\"\n\
+             remote = \"up\"\ntoken_env = \"MY_TOKEN\"\ndraft = true\n",
+        )
+        .unwrap();
+        let got = Settings::load(&path).unwrap();
+        assert_eq!(
+            got.forge,
+            Some(ForgeSettings {
+                forge: Some(crate::forge::Forge::Gitea),
+                repo: Some("o/r".into()),
+                api_url: Some("http://h".into()),
+                remote: Some("up".into()),
+                token_env: Some("MY_TOKEN".into()),
+                draft: Some(true),
+            })
+        );
+        let low = Settings::load(&path).unwrap();
+        let high = Settings {
+            forge: Some(ForgeSettings {
+                repo: Some("x/y".into()),
+                ..ForgeSettings::default()
+            }),
+            ..Settings::default()
+        };
+        let merged = low.overlay(high).forge.unwrap();
+        assert_eq!(
+            (merged.repo.as_deref(), merged.remote.as_deref()),
+            (Some("x/y"), Some("up"))
+        );
+        for (text, key) in [
+            ("[forge]\nrepos = \"o/r\"\n", "forge.repos"),
+            ("[forge]\ndraft = \"yes\"\n", "forge.draft"),
+            ("[forge]\nforge = \"gitlab\"\n", "forge.forge"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let err = format!("{:#}", Settings::load(&path).unwrap_err());
+            assert!(
+                err.contains(key) && err.contains(&path.display().to_string()),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_repository_file_may_not_say_where_the_forge_token_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        for key in [
+            "api_url = \"http://evil\"",
+            "remote = \"http://evil/o/r\"",
+            "token_env = \"HOME\"",
+        ] {
+            std::fs::write(&path, format!("[forge]\n{key}\n")).unwrap();
+            let err = Settings::from_files(dir.path()).unwrap_err();
+            assert_eq!(crate::error::exit_code_of(&err), crate::error::EXIT_USAGE);
+            let msg = err.to_string();
+            let name = key.split(' ').next().unwrap();
+            assert!(
+                msg.contains(&format!("`forge.{name}`")) && msg.contains("may not set"),
+                "{msg}"
+            );
+        }
+        std::fs::write(
+            &path,
+            "[forge]\nforge = \"github\"\nrepo = \"o/r\"\ndraft = true\n",
+        )
+        .unwrap();
+        let forge = Settings::from_files(dir.path()).unwrap().forge.unwrap();
+        assert_eq!(forge.repo.as_deref(), Some("o/r"));
     }
 
     #[test]

@@ -18,10 +18,15 @@ use crate::gate::report::{ProfileInfo, Report, SandboxInfo};
 use crate::gate::{self, Options};
 use crate::ui::Ui;
 
-use super::{output, runtime, write_file};
+use super::{gate_pr, output, runtime, write_file};
 
-pub fn run(args: GateArgs) -> Result<i32> {
+pub fn run(mut args: GateArgs) -> Result<i32> {
     let started = Instant::now();
+    // `--pr`: the pull request's base and head, fetched, become --base and --head.
+    let pr = match args.pr.clone() {
+        Some(spec) => Some(gate_pr::prepare(&mut args, &spec)?),
+        None => None,
+    };
     let opts = options(&args);
     match judge(&args, &opts) {
         Ok(report) => {
@@ -30,6 +35,9 @@ pub fn run(args: GateArgs) -> Result<i32> {
                 let mut err = output::stderr();
                 err.print(&report.console_summary())?;
                 err.finish()?;
+            }
+            if let Some(pr) = pr {
+                gate_pr::post(&args, pr, &report)?;
             }
             Ok(exit_code(&report))
         }

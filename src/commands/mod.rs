@@ -3,6 +3,7 @@
 
 pub mod clean;
 pub mod gate;
+mod gate_pr;
 pub mod model;
 pub mod output;
 pub mod pr;

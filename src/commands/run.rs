@@ -17,17 +17,33 @@ use crate::model::{ModelConfig, DEFAULT_ENDPOINT, DEFAULT_MAX_TOKENS, DEFAULT_MO
 use crate::probe;
 use crate::ui::Ui;
 
-use super::{output, runtime, write_file};
+use super::{output, pr, runtime, write_file};
 
 pub fn run(args: RunArgs) -> Result<i32> {
-    if let Some(issue) = &args.issue {
-        return Err(issue_error(issue).into());
-    }
-    let task = match (&args.task, &args.prompt) {
-        (Some(path), _) => Task::load(path)?,
-        (None, Some(prompt)) => Task::from_prompt(prompt)?,
-        (None, None) => return Err(VouchError::usage("give --task FILE or --prompt TEXT").into()),
+    // The forge settings come from the user's repository, read before the agent writes anything.
+    let forge = (args.open_pr.is_some() || args.issue.is_some())
+        .then(|| {
+            let dir = args.repo.clone().unwrap_or_else(|| PathBuf::from("."));
+            pr::ForgeSetup::load(&dir, &args.forge, args.draft)
+        })
+        .transpose()?;
+    let (task, issue) = match (&args.task, &args.prompt, &args.issue, &forge) {
+        (Some(path), _, _, _) => (Task::load(path)?, None),
+        (None, Some(prompt), _, _) => (Task::from_prompt(prompt)?, None),
+        (None, None, Some(spec), Some(setup)) => {
+            if !valid_issue(spec) {
+                return Err(VouchError::usage(format!(
+                    "bad --issue `{spec}`: give it as OWNER/REPO#N, e.g. acme/calc#12"
+                ))
+                .into());
+            }
+            let dir = args.repo.clone().unwrap_or_else(|| PathBuf::from("."));
+            let (task, issue) = pr::issue_task(&dir, setup, spec)?;
+            (task, Some(issue))
+        }
+        _ => return Err(VouchError::usage("give --task FILE or --prompt TEXT").into()),
     };
+    let task_text = task.body.clone();
     let timeouts = Timeouts::from_flags(&args)?;
     let repo = args
         .repo
@@ -57,8 +73,9 @@ pub fn run(args: RunArgs) -> Result<i32> {
         if let Some(server) = server {
             server.stop().await;
         }
-        report
+        report.map(|r| (r, cfg.model.model.clone()))
     })?;
+    let (report, model) = report;
     if let Some(path) = &args.json {
         write_file(path, &serde_json::to_string_pretty(&report)?)?;
     }
@@ -66,6 +83,16 @@ pub fn run(args: RunArgs) -> Result<i32> {
         let mut err = output::stderr();
         err.print(&report.console_summary())?;
         err.finish()?;
+    }
+    if let Some(setup) = &forge {
+        let after = pr::AfterRun {
+            open_pr: args.open_pr,
+            comment: args.comment,
+            issue,
+            task_text,
+            model,
+        };
+        pr::after_run(&report, setup, &after)?;
     }
     Ok(report.exit_code())
 }
@@ -188,6 +215,7 @@ fn flag_settings(args: &RunArgs) -> Settings {
         profile: args.profile.clone(),
         author: args.author.clone(),
         signoff: args.signoff.then_some(true),
+        forge: None,
     }
 }
 
@@ -264,19 +292,6 @@ fn config(
         gate: checks,
         task,
     })
-}
-
-/// `--issue OWNER/REPO#N`: checked for form; fetching it from a forge is not built yet.
-fn issue_error(issue: &str) -> VouchError {
-    if !valid_issue(issue) {
-        return VouchError::usage(format!(
-            "bad --issue `{issue}`: give it as OWNER/REPO#N, e.g. acme/calc#12"
-        ));
-    }
-    VouchError::usage(
-        "fetching issues from a forge is not built yet; save the issue text to a task file (tasks/NAME.md) \
-         and pass --task",
-    )
 }
 
 /// Whether `issue` has the form OWNER/REPO#N (N a positive number).

@@ -61,6 +61,27 @@ pub fn compose_within(parts: &Parts, limit: usize) -> String {
     }
 }
 
+/// The text of vouch's report comment on a pull request: the one-line headline, then the gate's report,
+/// in a collapsed section cut to fit when the whole does not fit under [`MAX_BODY_CHARS`] (less `reserve`,
+/// the room the caller's marker takes).
+pub fn comment(headline: &str, report: &str, reserve: usize) -> String {
+    let limit = MAX_BODY_CHARS.saturating_sub(reserve);
+    let tail = format!(
+        "\n\n<sub>Checked by vouch {}.</sub>\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    let full = format!("{headline}\n\n{report}{tail}");
+    if full.chars().count() <= limit {
+        return full;
+    }
+    let open = "<details><summary>The gate's report (cut to fit)</summary>\n\n";
+    let close = "\n\n…\n</details>";
+    let fixed = headline.chars().count() + 2 + open.len() + close.len() + tail.chars().count();
+    let cut: String = report.chars().take(limit.saturating_sub(fixed)).collect();
+    let body = format!("{headline}\n\n{open}{cut}{close}{tail}");
+    body.chars().take(limit).collect()
+}
+
 /// The text before and after the report.
 fn frame(parts: &Parts) -> (String, String) {
     let mut head = String::new();
@@ -133,6 +154,22 @@ mod tests {
         );
         let small = compose_within(&parts(&report), 300);
         assert!(small.chars().count() <= 300, "{}", small.chars().count());
+    }
+
+    #[test]
+    fn a_comment_holds_the_headline_and_fits() {
+        let c = comment("**PASS**", "## Gate: PASS", 40);
+        assert!(
+            c.starts_with("**PASS**\n\n## Gate: PASS") && c.contains("vouch 0."),
+            "{c}"
+        );
+        let c = comment("**FAIL**", &"x".repeat(100_000), 40);
+        assert!(c.chars().count() <= MAX_BODY_CHARS - 40);
+        assert!(
+            c.starts_with("**FAIL**") && c.contains("<details>"),
+            "{}",
+            &c[..80]
+        );
     }
 
     #[test]

@@ -61,8 +61,31 @@ pub struct PrHead {
     pub head_sha: String,
     /// The clone URL of the head's repository (a fork's, for a pull request from a fork), when known.
     pub head_clone_url: Option<String>,
+    /// The clone URL of the base repository, when known: a head repository with another URL is a fork.
+    pub base_clone_url: Option<String>,
     /// `refs/pull/N/head` on GitHub and Gitea: fetchable from the base repository.
     pub pull_ref: String,
+}
+
+impl PrHead {
+    /// The clone URL of a fork the head lives in; `None` when the head is in the base repository.
+    pub fn fork_url(&self) -> Option<&str> {
+        let head = self.head_clone_url.as_deref()?;
+        let same = |a: &str, b: &str| a.trim_end_matches(".git") == b.trim_end_matches(".git");
+        match self.base_clone_url.as_deref() {
+            Some(base) if same(base, head) => None,
+            _ => Some(head),
+        }
+    }
+}
+
+/// An issue as a task needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Issue {
+    pub number: u64,
+    pub title: String,
+    pub body: String,
+    pub labels: Vec<String>,
 }
 
 /// What [`Client::post_sticky_comment`] did.
@@ -79,7 +102,8 @@ pub enum Sticky {
 pub struct Client {
     http: reqwest::Client,
     target: Target,
-    token: Token,
+    /// `None`: requests go unauthenticated (reading a public repository).
+    token: Option<Token>,
     /// Where the token came from, for messages.
     token_var: String,
     pacer: Pacer,
@@ -89,6 +113,15 @@ impl Client {
     pub fn new(
         target: Target,
         token: Token,
+        token_var: impl Into<String>,
+    ) -> Result<Client, ForgeError> {
+        Client::with_token(target, Some(token), token_var)
+    }
+
+    /// A client with a token or none (unauthenticated requests, for reading public repositories).
+    pub fn with_token(
+        target: Target,
+        token: Option<Token>,
         token_var: impl Into<String>,
     ) -> Result<Client, ForgeError> {
         let http = reqwest::Client::builder()
@@ -226,8 +259,42 @@ impl Client {
             head_ref: need("/head/ref")?,
             head_sha: need("/head/sha")?,
             head_clone_url: s("/head/repo/clone_url"),
+            base_clone_url: s("/base/repo/clone_url"),
             pull_ref: format!("refs/pull/{number}/head"),
         })
+    }
+
+    /// Issue `number`: title, body and labels.
+    pub async fn fetch_issue(&mut self, number: u64) -> Result<Issue, ForgeError> {
+        let url = format!("{}/issues/{number}", self.target.repo_url());
+        let action = format!("reading issue #{number}");
+        let v = self.request(Method::GET, &url, None, &action).await?;
+        let s = |ptr: &str| v.pointer(ptr).and_then(Value::as_str).map(str::to_string);
+        Ok(Issue {
+            number,
+            title: s("/title").ok_or_else(|| self.protocol(&action, "no title"))?,
+            body: s("/body").unwrap_or_default(),
+            labels: v
+                .get("labels")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|l| l.get("name").and_then(Value::as_str).map(str::to_string))
+                .collect(),
+        })
+    }
+
+    /// Posts a comment on issue (or pull request) `number`.
+    pub async fn post_comment(&mut self, number: u64, body: &str) -> Result<(), ForgeError> {
+        let url = format!("{}/issues/{number}/comments", self.target.repo_url());
+        self.request(
+            Method::POST,
+            &url,
+            Some(json!({ "body": body })),
+            &format!("commenting on #{number}"),
+        )
+        .await?;
+        Ok(())
     }
 
     /// Posts the `vouch/gate` commit status on `sha`.
@@ -352,15 +419,17 @@ impl Client {
                 tracing::info!(?delay, "pacing {forge} requests");
                 tokio::time::sleep(delay).await;
             }
-            let auth = match self.target.forge {
-                Forge::GitHub => format!("Bearer {}", self.token.reveal()),
-                Forge::Gitea => format!("token {}", self.token.reveal()),
-            };
             let mut req = self
                 .http
                 .request(method.clone(), url)
-                .header(AUTHORIZATION, auth)
                 .header(USER_AGENT, concat!("vouch/", env!("CARGO_PKG_VERSION")));
+            if let Some(token) = &self.token {
+                let auth = match self.target.forge {
+                    Forge::GitHub => format!("Bearer {}", token.reveal()),
+                    Forge::Gitea => format!("token {}", token.reveal()),
+                };
+                req = req.header(AUTHORIZATION, auth);
+            }
             req = match self.target.forge {
                 Forge::GitHub => req
                     .header(ACCEPT, "application/vnd.github+json")

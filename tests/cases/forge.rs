@@ -16,33 +16,39 @@ use serde_json::{json, Value};
 
 use crate::util::{git_env, Repo, Run};
 
-const TOKEN: &str = "vouch-fake-token-5e1f9a2c";
+pub(super) const TOKEN: &str = "vouch-fake-token-5e1f9a2c";
 
 /// One request the scripted forge saw.
 #[derive(Clone, Debug)]
-struct Seen {
-    method: String,
-    path: String,
-    auth: Option<String>,
-    json: Value,
+pub(super) struct Seen {
+    pub method: String,
+    pub path: String,
+    pub auth: Option<String>,
+    pub json: Value,
 }
 
 #[derive(Default)]
-struct ForgeState {
-    seen: Vec<Seen>,
-    prs: Vec<Value>,
+pub(super) struct ForgeState {
+    pub seen: Vec<Seen>,
+    pub prs: Vec<Value>,
     /// An error answer for every creating request: status and message.
-    fail: Option<(u16, String)>,
+    pub fail: Option<(u16, String)>,
+    /// `GET pulls/N`: the pull requests to re-verify.
+    pub pulls: HashMap<u64, Value>,
+    /// `GET issues/N`.
+    pub issues: HashMap<u64, Value>,
+    /// Comments on issues and pull requests: `{id, issue, body}`.
+    pub comments: Vec<Value>,
 }
 
 /// A scripted forge API on a local port: GitHub's paths, or Gitea's under `/api/v1`.
-struct FakeForge {
-    url: String,
-    state: Arc<Mutex<ForgeState>>,
+pub(super) struct FakeForge {
+    pub url: String,
+    pub state: Arc<Mutex<ForgeState>>,
 }
 
 impl FakeForge {
-    fn start() -> FakeForge {
+    pub(super) fn start() -> FakeForge {
         let state = Arc::new(Mutex::new(ForgeState::default()));
         let app = axum::Router::new()
             .fallback(forge_handler)
@@ -51,7 +57,7 @@ impl FakeForge {
         FakeForge { url, state }
     }
 
-    fn seen(&self) -> Vec<Seen> {
+    pub(super) fn seen(&self) -> Vec<Seen> {
         self.state.lock().unwrap().seen.clone()
     }
 
@@ -61,7 +67,7 @@ impl FakeForge {
 }
 
 /// Serves `app` on a free local port from a thread of its own; the URL.
-fn serve(app: axum::Router) -> String {
+pub(super) fn serve(app: axum::Router) -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -100,6 +106,9 @@ async fn forge_handler(
         json: json.clone(),
     });
     let path = uri.path().trim_start_matches("/api/v1");
+    if let Some(answer) = issues_and_statuses(&mut st, method.as_str(), path, &json) {
+        return answer;
+    }
     let Some(rest) = path.strip_prefix("/repos/o/r/pulls") else {
         return (
             StatusCode::NOT_FOUND,
@@ -127,6 +136,17 @@ async fn forge_handler(
             st.prs.push(pr.clone());
             (StatusCode::CREATED, axum::Json(pr)).into_response()
         }
+        ("GET", n) => {
+            let n: u64 = n.trim_start_matches('/').parse().unwrap();
+            match st.pulls.get(&n) {
+                Some(pr) => axum::Json(pr.clone()).into_response(),
+                None => (
+                    StatusCode::NOT_FOUND,
+                    axum::Json(json!({"message": "Not Found"})),
+                )
+                    .into_response(),
+            }
+        }
         ("PATCH", n) => {
             let n: u64 = n.trim_start_matches('/').parse().unwrap();
             let pr = st.prs.iter_mut().find(|p| p["number"] == n).unwrap();
@@ -135,6 +155,52 @@ async fn forge_handler(
         }
         _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
     }
+}
+
+/// Issues, their comments and commit statuses; `None` for the pull requests' paths.
+fn issues_and_statuses(
+    st: &mut ForgeState,
+    method: &str,
+    path: &str,
+    json: &Value,
+) -> Option<Response> {
+    let segments: Vec<&str> = path.trim_start_matches("/repos/o/r/").split('/').collect();
+    if !path.starts_with("/repos/o/r/") {
+        return None;
+    }
+    let answer = match (method, segments.as_slice()) {
+        ("POST", ["statuses", _sha]) => {
+            (StatusCode::CREATED, axum::Json(json!({"id": 1}))).into_response()
+        }
+        ("GET", ["issues", n]) => match st.issues.get(&n.parse::<u64>().unwrap()) {
+            Some(issue) => axum::Json(issue.clone()).into_response(),
+            None => StatusCode::NOT_FOUND.into_response(),
+        },
+        ("GET", ["issues", n, "comments"]) => {
+            let n: u64 = n.parse().unwrap();
+            let list: Vec<Value> = st
+                .comments
+                .iter()
+                .filter(|c| c["issue"] == n)
+                .cloned()
+                .collect();
+            axum::Json(Value::Array(list)).into_response()
+        }
+        ("POST", ["issues", n, "comments"]) => {
+            let id = 100 + st.comments.len() as u64;
+            let c = json!({"id": id, "issue": n.parse::<u64>().unwrap(), "body": json["body"]});
+            st.comments.push(c.clone());
+            (StatusCode::CREATED, axum::Json(c)).into_response()
+        }
+        ("PATCH", ["issues", "comments", id]) => {
+            let id: u64 = id.parse().unwrap();
+            let c = st.comments.iter_mut().find(|c| c["id"] == id).unwrap();
+            c["body"] = json["body"].clone();
+            axum::Json(c.clone()).into_response()
+        }
+        _ => return None,
+    };
+    Some(answer)
 }
 
 /// A repository with `origin` a bare repository holding `main`, and branch `vouch/t` one commit ahead,
@@ -178,7 +244,7 @@ fn records(repo: &Repo, status: &str, commit: &str) {
     std::fs::write(dir.join("report.json"), report.to_string()).unwrap();
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(super) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -237,7 +303,7 @@ impl Fixture {
     }
 }
 
-fn assert_no_token(run: &Run) {
+pub(super) fn assert_no_token(run: &Run) {
     for (name, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
         assert!(
             !text.contains(TOKEN),
@@ -247,7 +313,7 @@ fn assert_no_token(run: &Run) {
 }
 
 /// Every file under `dir` that holds the token.
-fn files_with_token(dir: &Path) -> Vec<PathBuf> {
+pub(super) fn files_with_token(dir: &Path) -> Vec<PathBuf> {
     crate::util::snapshot_dir(dir)
         .into_iter()
         .filter(|(_, bytes)| String::from_utf8_lossy(bytes).contains(TOKEN))
@@ -631,4 +697,51 @@ fn push_over_smart_http_sends_the_token_through_the_credential_callback() {
         "{config}"
     );
     assert_eq!(files_with_token(f.repo.tmp.path()), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn https_and_ssh_remotes_are_pushed_through_tls_and_ssh_transports() {
+    let f = fixture();
+    let forge = FakeForge::start();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let repo = f.repo.dir.to_str().unwrap().to_string();
+    for remote in [
+        format!("https://127.0.0.1:{port}/o/r.git"),
+        format!("ssh://git@127.0.0.1:{port}/o/r.git"),
+    ] {
+        let run = f.repo.vouch_env(
+            &[
+                "pr",
+                "--branch",
+                "vouch/t",
+                "--repo",
+                &repo,
+                "--remote",
+                &remote,
+                "--forge",
+                "github",
+                "--forge-repo",
+                "o/r",
+                "--api-url",
+                &forge.url,
+            ],
+            &[("GITHUB_TOKEN", TOKEN), ("SSH_AUTH_SOCK", "")],
+        );
+        assert_no_token(&run);
+        assert_eq!(run.code, 3, "{remote}: {}\n{}", run.stdout, run.stderr);
+        assert!(
+            !run.stderr.contains("unsupported URL protocol"),
+            "{remote}: this build has no transport for it: {}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains("cannot reach the remote")
+                && run.stderr.contains("failed to connect to 127.0.0.1"),
+            "{remote}: {}",
+            run.stderr
+        );
+    }
+    assert!(forge.seen().is_empty(), "no pull request without a push");
 }

@@ -3,6 +3,8 @@ mod bite;
 mod bite_cargo;
 mod cli;
 mod forge;
+mod forge_gate;
+mod forge_run;
 mod gate_checks;
 mod gate_go;
 mod gate_node;
