@@ -306,6 +306,8 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
     let report = RunReport {
         task: cfg.task.id.clone(),
         title: cfg.task.title.clone(),
+        task_text: cfg.task.body.clone(),
+        model: cfg.model.model.clone(),
         status,
         stop_reason: stop,
         claimed: agent.claimed,
@@ -356,6 +358,8 @@ fn unstarted(
     let report = RunReport {
         task: cfg.task.id.clone(),
         title: cfg.task.title.clone(),
+        task_text: cfg.task.body.clone(),
+        model: cfg.model.model.clone(),
         status: Status::Error,
         stop_reason: StopReason::ModelError,
         claimed: None,

@@ -95,6 +95,12 @@ pub struct Tokens {
 pub struct RunReport {
     pub task: String,
     pub title: String,
+    /// The task's text as the model got it (the pull request quotes it).
+    #[serde(default)]
+    pub task_text: String,
+    /// The `model` the requests named (the pull request says which model made the change).
+    #[serde(default)]
+    pub model: String,
     pub status: Status,
     pub stop_reason: StopReason,
     /// What the model claimed with `submit`, if it did.

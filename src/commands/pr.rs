@@ -26,8 +26,8 @@ pub fn run(args: PrArgs) -> Result<i32> {
     let (repo_dir, branch, report) = match (&args.workspace, &args.branch) {
         (Some(ws), _) => {
             let ws = workspace_dir(ws)?;
-            let report = read_report(&ws, args.task.as_deref())?;
-            (ws, report.1.branch.clone(), Some(report))
+            let run = read_report(&ws, args.task.as_deref())?;
+            (ws, run.report.branch.clone(), Some(run))
         }
         (None, Some(b)) => (
             args.repo.clone().unwrap_or_else(|| PathBuf::from(".")),
@@ -38,18 +38,22 @@ pub fn run(args: PrArgs) -> Result<i32> {
     };
     let setup = ForgeSetup::load(&repo_dir, &args.forge, args.draft)?;
     if let Some(r) = &report {
-        if r.1.status != Status::Verified && !setup.draft {
+        if r.report.status != Status::Verified && !setup.draft {
             return Err(VouchError::usage_hint(
-                format!("the run's status is {}, not verified: vouch opens pull requests for verified runs", r.1.status.name()),
+                format!("the run's status is {}, not verified: vouch opens pull requests for verified runs", r.report.status.name()),
                 "pass --draft to open a draft pull request with the report anyway",
             )
             .into());
         }
     }
     let (records, report) = match report {
-        Some((records, report)) => (Some(records.dir().to_path_buf()), Some(report)),
+        Some(run) => (Some(run.records.dir().to_path_buf()), Some(run.report)),
         None => (None, None),
     };
+    // Runs recorded before the report kept them have neither: the body then leaves them out.
+    let known = |s: Option<&String>| s.filter(|s| !s.is_empty()).cloned();
+    let task = known(report.as_ref().map(|r| &r.task_text));
+    let model = known(report.as_ref().map(|r| &r.model));
     let body = match &args.body_file {
         Some(f) => {
             Some(std::fs::read_to_string(f).with_context(|| format!("read {}", f.display()))?)
@@ -66,8 +70,8 @@ pub fn run(args: PrArgs) -> Result<i32> {
             body,
             base: args.base.clone(),
             issue: args.issue,
-            task: None,
-            model: None,
+            task,
+            model,
             draft: setup.draft,
         },
         &setup,
@@ -274,7 +278,7 @@ fn workspace_dir(arg: &Path) -> Result<PathBuf> {
 
 /// The run's records and its report: the records of `task` (default: the workspace directory's name) of the
 /// repository the workspace belongs to, where `vouch run` wrote them, outside the worktree.
-fn read_report(workspace: &Path, task: Option<&str>) -> Result<(Records, RunReport)> {
+fn read_report(workspace: &Path, task: Option<&str>) -> Result<Run> {
     let task = match task {
         Some(t) => t.to_string(),
         None => workspace
@@ -295,7 +299,13 @@ fn read_report(workspace: &Path, task: Option<&str>) -> Result<(Records, RunRepo
         )
     })?;
     let report = serde_json::from_str(&text).with_context(|| format!("read {}", path.display()))?;
-    Ok((records, report))
+    Ok(Run { records, report })
+}
+
+/// A finished run as `vouch pr` finds it: where its records are, and its report.
+struct Run {
+    records: Records,
+    report: RunReport,
 }
 
 /// The parts of the body: the run's summary and the gate's report, or just the branch without records.

@@ -233,7 +233,8 @@ fn records(repo: &Repo, status: &str, commit: &str) {
         "claimed": null, "summary": "Handled negative numbers.", "gate": null, "branch": "vouch/t",
         "base": commit, "commit": commit, "workspace": repo.dir.display().to_string(), "turns": 3,
         "max_turns": 40, "tokens": {"prompt": 1, "cached": 0, "completion": 1}, "repairs": 0,
-        "error": null, "duration_ms": 5
+        "error": null, "duration_ms": 5,
+        "task_text": "add() returns the wrong sign for negative numbers.", "model": "qwen-coder-test"
     });
     let dir = repo
         .data()
@@ -360,6 +361,11 @@ fn github_pull_request_is_opened_then_updated() {
     assert!(
         body.contains("verified") && body.contains("Handled negative numbers."),
         "{body}"
+    );
+    assert!(
+        body.contains("add() returns the wrong sign for negative numbers.")
+            && body.contains("qwen-coder-test"),
+        "the task text and the model from the run's report: {body}"
     );
     let list = &seen[0];
     assert_eq!(
