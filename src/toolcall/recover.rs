@@ -277,20 +277,7 @@ fn keep_standing_bare(
     if !found.iter().any(|f| f.bare) {
         return;
     }
-    let mut boundary = text.len();
-    let mut first_trailing = found.len();
-    for i in (0..found.len()).rev() {
-        let span = &found[i].span;
-        let gap = text
-            .get(span.end.min(boundary)..boundary)
-            .unwrap_or_default();
-        if span.end >= boundary || scan::is_blank(gap, ctx) {
-            first_trailing = i;
-            boundary = boundary.min(span.start);
-        } else {
-            break;
-        }
-    }
+    let first_trailing = first_trailing(found, text, ctx);
     let mut i = 0;
     found.retain(|f| {
         let keep = !f.bare || i >= first_trailing || own_block(text, &f.span, ctx);
@@ -325,23 +312,30 @@ fn own_block(text: &str, span: &Range<usize>, ctx: &mut Ctx) -> bool {
     (i == 0 || b[i - 1] == b'\n') && (j == b.len() || b[j] == b'\n')
 }
 
-/// Keeps only the calls that end the text: after each, nothing but whitespace, end-of-turn tokens or
-/// further kept calls.
-fn keep_trailing(found: &mut Vec<Found>, text: &str, ctx: &mut Ctx) {
+/// The index of the first call of the run that ends the text: after each call of it, nothing but whitespace,
+/// end-of-turn tokens or further calls of the run (`found.len()` when the text does not end with a call).
+fn first_trailing(found: &[Found], text: &str, ctx: &mut Ctx) -> usize {
     let mut boundary = text.len();
-    let mut first_kept = found.len();
+    let mut first = found.len();
     for i in (0..found.len()).rev() {
         let span = &found[i].span;
         let gap = text
             .get(span.end.min(boundary)..boundary)
             .unwrap_or_default();
         if span.end >= boundary || scan::is_blank(gap, ctx) {
-            first_kept = i;
+            first = i;
             boundary = boundary.min(span.start);
         } else {
             break;
         }
     }
+    first
+}
+
+/// Keeps only the calls that end the text: after each, nothing but whitespace, end-of-turn tokens or
+/// further kept calls.
+fn keep_trailing(found: &mut Vec<Found>, text: &str, ctx: &mut Ctx) {
+    let first_kept = first_trailing(found, text, ctx);
     found.drain(..first_kept);
 }
 
