@@ -225,3 +225,43 @@ fn a_project_without_a_build_system_makes_no_venv() {
     assert_eq!(g.report()["bite"]["status"], "bites", "{}", g.explain());
     assert!(shared_envs(&repo.cache).is_empty());
 }
+
+#[test]
+fn the_venv_the_users_python_belongs_to_is_seen_by_the_gate() {
+    // The user's python3 is a venv's, holding a package the tests import and the project does not declare
+    // (as a pinned test tool would be): the gate's environment layers over it instead of hiding it.
+    let repo = project();
+    // Outside /tmp: the sandbox gives every step a /tmp of its own, where the venv would not be.
+    let holder = tempfile::Builder::new()
+        .prefix("active-venv-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let active = holder.path().join("active");
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip", "--system-site-packages"])
+        .arg(&active)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let sp = std::fs::read_dir(active.join("lib"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("site-packages"))
+        .find(|p| p.is_dir())
+        .unwrap();
+    std::fs::write(sp.join("vouch_active_marker.py"), "WHERE = 'active'\n").unwrap();
+    repo.write(
+        "tests/test_marker.py",
+        "import vouch_active_marker\n\n\ndef test_the_active_env_is_seen():\n    assert vouch_active_marker.WHERE == 'active'\n",
+    );
+    repo.commit("a test that needs the user's environment");
+    let path = format!(
+        "{}:{}",
+        active.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let g = repo.gate_env(&["--base", "HEAD~2"], &[("PATH", &path)]);
+    assert_eq!(g.step("pytest")["status"], "pass", "{}", g.explain());
+    assert_eq!(g.step("pytest")["tests"]["passed"], 4, "{}", g.explain());
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+}

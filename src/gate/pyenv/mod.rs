@@ -294,26 +294,25 @@ async fn prepare_layers(
     let mut readable = env.readable.clone();
     readable.push(env.room.clone());
     let python = settings.python.clone();
-    let version = run
+    let asked = run
         .run(
-            "asking the interpreter its version",
-            vec![
-                python.clone(),
-                "-c".into(),
-                "import sys; print(sys.version)".into(),
-            ],
+            "asking the interpreter its version and environment",
+            vec![python.clone(), "-c".into(), ASK_INTERPRETER.into()],
             &env.room,
             offline(vec![env.cache.clone()], readable.clone()),
         )
         .await?;
+    let (version, active) = interpreter_facts(&asked);
     let files = dependency_files(&env.room);
-    let hash = dependency_hash(&env.room, &files, settings, version.trim());
+    // The active environment is part of what the shared venv holds: another one makes another venv.
+    let key = format!("{version}\n{}", active.join("\n"));
+    let hash = dependency_hash(&env.room, &files, settings, &key);
     let repo_dir = env.cache.parent().unwrap_or(&env.cache).to_path_buf();
     let shared = repo_dir.join(SHARED_DIR).join(&hash);
     {
         let _guard = build_lock().lock().await;
         if !shared.join(READY).is_file() {
-            build_shared(&mut run, settings, &shared, &files).await?;
+            build_shared(&mut run, settings, &shared, &files, &active).await?;
         }
     }
     touch(&shared.join(READY));
@@ -374,6 +373,7 @@ async fn build_shared(
     settings: &PythonSettings,
     dir: &Path,
     files: &[String],
+    active: &[String],
 ) -> Result<(), String> {
     let env = run.env;
     let _ = std::fs::remove_dir_all(dir);
@@ -407,6 +407,15 @@ async fn build_shared(
             online.clone(),
         )
         .await?;
+        if settings.system_site_packages && !active.is_empty() {
+            // `--system-site-packages` from inside a venv means the base interpreter's packages, not the
+            // venv's: the venv the user's `python3` belongs to is added by hand, so that what is installed
+            // there (a pinned pytest) is used, and pip installs only what is missing.
+            let sp = site_packages(dir)
+                .ok_or_else(|| "the shared virtual environment has no site-packages".to_string())?;
+            std::fs::write(sp.join(ACTIVE_PTH), format!("{}\n", active.join("\n")))
+                .map_err(|e| format!("write {ACTIVE_PTH}: {e}"))?;
+        }
         let py = dir.join("bin/python").to_string_lossy().into_owned();
         let pip = |args: &[&str]| -> Vec<String> {
             let mut v = vec![py.clone(), "-m".into(), "pip".into()];
@@ -550,6 +559,27 @@ fn touch(path: &Path) {
 }
 
 /// `lib/python*/site-packages` of a venv.
+/// Prints the interpreter's version, then, when it runs inside a virtual environment, that environment's
+/// site-packages directories, one per line after `site:`.
+const ASK_INTERPRETER: &str = "import site, sys\nprint(sys.version)\nif sys.prefix != sys.base_prefix:\n    for p in site.getsitepackages():\n        print('site:' + p)\n";
+
+/// The `.pth` file of the shared venv that adds the active environment's site-packages.
+const ACTIVE_PTH: &str = "_vouch_active_env.pth";
+
+/// The version line and the active environment's site-packages from [`ASK_INTERPRETER`]'s output.
+fn interpreter_facts(out: &str) -> (String, Vec<String>) {
+    let mut version = Vec::new();
+    let mut active = Vec::new();
+    for line in out.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        match line.strip_prefix("site:") {
+            Some(dir) if Path::new(dir).is_absolute() => active.push(dir.to_string()),
+            Some(_) => {}
+            None => version.push(line),
+        }
+    }
+    (version.join(" "), active)
+}
+
 fn site_packages(venv: &Path) -> Option<PathBuf> {
     std::fs::read_dir(venv.join("lib"))
         .ok()?
@@ -638,6 +668,21 @@ pub fn missing_module_hint(module: &str, room: &Path, installs: bool) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_active_environment_is_read_from_the_interpreters_answer() {
+        let out = "3.11.7 (main, Jan 1 2026) [GCC 12.2.0]\nsite:/venvs/a/lib/python3.11/site-packages\nsite:relative\n";
+        let (version, active) = interpreter_facts(out);
+        assert_eq!(version, "3.11.7 (main, Jan 1 2026) [GCC 12.2.0]");
+        assert_eq!(
+            active,
+            vec!["/venvs/a/lib/python3.11/site-packages".to_string()]
+        );
+        assert_eq!(
+            interpreter_facts("3.12.1\n"),
+            ("3.12.1".to_string(), Vec::new())
+        );
+    }
 
     #[test]
     fn a_described_commit_is_a_pep440_version() {
