@@ -4,7 +4,8 @@
 //!
 //! Endpoints: `GET/POST /repos/{o}/{r}/pulls`, `GET/PATCH /repos/{o}/{r}/pulls/{n}`,
 //! `POST /repos/{o}/{r}/statuses/{sha}`, `GET/POST /repos/{o}/{r}/issues/{n}/comments`,
-//! `PATCH /repos/{o}/{r}/issues/comments/{id}`, under the API base (Gitea's is `…/api/v1`).
+//! `PATCH /repos/{o}/{r}/issues/comments/{id}`, `GET /repos/{o}/{r}/issues?labels=`,
+//! `POST/PUT /repos/{o}/{r}/issues/{n}/labels`, under the API base (Gitea's is `…/api/v1`).
 
 use std::time::{Duration, Instant};
 
@@ -282,6 +283,70 @@ impl Client {
                 .filter_map(|l| l.get("name").and_then(Value::as_str).map(str::to_string))
                 .collect(),
         })
+    }
+
+    /// The open issues (not pull requests) with `label`, as `(number, title)`, lowest number first; the
+    /// first 100 (one page).
+    pub async fn list_issues(&mut self, label: &str) -> Result<Vec<(u64, String)>, ForgeError> {
+        let base = format!("{}/issues", self.target.repo_url());
+        let mut params = vec![("state", "open"), ("labels", label)];
+        match self.target.forge {
+            Forge::GitHub => params.push(("per_page", "100")),
+            Forge::Gitea => params.extend([("type", "issues"), ("limit", "100")]),
+        }
+        let action = format!("listing the open issues labelled {label}");
+        let url = reqwest::Url::parse_with_params(&base, &params)
+            .map_err(|e| self.protocol(&action, &format!("bad URL: {e}")))?;
+        let v = self
+            .request(Method::GET, url.as_str(), None, &action)
+            .await?;
+        let items = v
+            .as_array()
+            .ok_or_else(|| self.protocol(&action, "not a list"))?;
+        let mut out: Vec<(u64, String)> = items
+            .iter()
+            // GitHub lists pull requests as issues too.
+            .filter(|i| i.get("pull_request").is_none_or(Value::is_null))
+            .filter_map(|i| {
+                let n = i.get("number").and_then(Value::as_u64)?;
+                let title = i.get("title").and_then(Value::as_str).unwrap_or_default();
+                Some((n, title.to_string()))
+            })
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    /// Adds `label` to issue `number`.
+    pub async fn add_label(&mut self, number: u64, label: &str) -> Result<(), ForgeError> {
+        let url = format!("{}/issues/{number}/labels", self.target.repo_url());
+        self.request(
+            Method::POST,
+            &url,
+            Some(json!({ "labels": [label] })),
+            &format!("labelling issue #{number} {label}"),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Removes `label` from issue `number`: its labels replaced by the others (one call both forges take
+    /// by name).
+    pub async fn remove_label(&mut self, number: u64, label: &str) -> Result<(), ForgeError> {
+        let issue = self.fetch_issue(number).await?;
+        if !issue.labels.iter().any(|l| l == label) {
+            return Ok(());
+        }
+        let rest: Vec<&String> = issue.labels.iter().filter(|l| *l != label).collect();
+        let url = format!("{}/issues/{number}/labels", self.target.repo_url());
+        self.request(
+            Method::PUT,
+            &url,
+            Some(json!({ "labels": rest })),
+            &format!("removing the label {label} from issue #{number}"),
+        )
+        .await?;
+        Ok(())
     }
 
     /// Posts a comment on issue (or pull request) `number`.
