@@ -50,23 +50,25 @@ pub async fn run(
 ) -> Result<Summary> {
     let slots = Arc::new(Semaphore::new(opts.jobs.max(1)));
     let mut set = tokio::task::JoinSet::new();
+    let mut rows: Vec<Option<Row>> = vec![None; tasks.len()];
+    // Slots are taken here, in plan order, so the tasks start in the order of the plan.
     for (i, task) in tasks.iter().cloned().enumerate() {
-        let (opts, board, slots, cancel) =
-            (opts.clone(), board.clone(), slots.clone(), cancel.clone());
+        let permit = tokio::select! {
+            p = slots.clone().acquire_owned() => p.ok(),
+            _ = cancel.cancelled() => None,
+        };
+        let Some(permit) = permit else {
+            // Stopped before its turn came: nothing ran, nothing was claimed.
+            rows[i] = Some(not_started(&opts, &task, &board)?);
+            continue;
+        };
+        let (opts, board, cancel) = (opts.clone(), board.clone(), cancel.clone());
         set.spawn(async move {
-            let permit = tokio::select! {
-                p = slots.acquire_owned() => p.ok(),
-                _ = cancel.cancelled() => None,
-            };
-            let row = match permit {
-                Some(_permit) => run_task(&opts, &task, &board, &cancel).await,
-                // Stopped before its turn came: nothing ran, nothing was claimed.
-                None => not_started(&opts, &task, &board),
-            };
+            let row = run_task(&opts, &task, &board, &cancel).await;
+            drop(permit);
             (i, row)
         });
     }
-    let mut rows: Vec<Option<Row>> = vec![None; tasks.len()];
     while let Some(joined) = set.join_next().await {
         let (i, row) = joined.context("a backlog task panicked")?;
         rows[i] = Some(row?);

@@ -155,10 +155,7 @@ fn index_exit(row: &Row) -> i32 {
 type Source = (Vec<BacklogTask>, String, Option<Arc<dyn LabelClaims>>);
 
 /// Reads the backlog's source: the task folder, or the forge's open issues with the label.
-fn read_source(
-    args: &BacklogArgs,
-    repo: &Path,
-) -> Result<Source> {
+fn read_source(args: &BacklogArgs, repo: &Path) -> Result<Source> {
     let Some(label) = &args.label else {
         let dir = args.dir.clone().unwrap_or_else(|| repo.join("tasks"));
         let dir = dir.canonicalize().map_err(|e| {

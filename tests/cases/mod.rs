@@ -1,4 +1,5 @@
 mod agent;
+mod backlog;
 mod bite;
 mod bite_cargo;
 mod cli;
