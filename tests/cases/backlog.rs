@@ -800,3 +800,29 @@ async fn open_issues_with_a_label_are_the_tasks_and_carry_the_claim_label_while_
     );
     assert!(one.stderr.contains("o/r#3"), "{}", one.stderr);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_jobs_the_pool_is_no_wider_than_the_servers_slots() {
+    let repo = calc_repo();
+    let dir = tasks(&repo, &["s1", "s2", "s3"]);
+    let delay = Duration::from_millis(700);
+    let server = ModelServer::start_with_props(
+        vec![
+            ("Title s1", vec![slow_no_go(delay)]),
+            ("Title s2", vec![slow_no_go(delay)]),
+            ("Title s3", vec![slow_no_go(delay)]),
+        ],
+        Some(json!({"total_slots": 1, "default_generation_settings": {"n_ctx": 4096}})),
+    )
+    .await;
+    let run = backlog(&repo, &dir, &server.url, &[], &["--no-probe"]).await;
+    let peak = server.peak();
+    server.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    assert!(
+        run.stderr.contains("3 tasks, 1 at a time"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(peak, 1);
+}

@@ -36,6 +36,8 @@ struct Session {
 struct Shared {
     sessions: BTreeMap<String, Session>,
     problems: Vec<String>,
+    /// The answer to `GET /props` (llama-server's), else a 404.
+    props: Option<Value>,
     /// Requests in flight right now, and the most there ever were.
     in_flight: usize,
     peak: usize,
@@ -51,7 +53,18 @@ pub struct ModelServer {
 impl ModelServer {
     /// Serves `scripts`: `(task title, answers)`.
     pub async fn start(scripts: Vec<(&str, Vec<Answer>)>) -> ModelServer {
-        let mut shared = Shared::default();
+        ModelServer::start_with_props(scripts, None).await
+    }
+
+    /// [`ModelServer::start`] answering `GET /props` with `props`, as llama-server does.
+    pub async fn start_with_props(
+        scripts: Vec<(&str, Vec<Answer>)>,
+        props: Option<Value>,
+    ) -> ModelServer {
+        let mut shared = Shared {
+            props,
+            ..Shared::default()
+        };
         for (title, answers) in scripts {
             shared.sessions.insert(
                 title.to_string(),
@@ -151,8 +164,12 @@ async fn answer(State(shared): State<Arc<Mutex<Shared>>>, req: Request) -> Respo
         .await
         .unwrap_or_default();
     if method == "GET" && path == "/props" {
-        // Not llama-server: the client asks once and remembers; the backlog uses the cores.
-        return (StatusCode::NOT_FOUND, "no props").into_response();
+        // Without props, not llama-server: the client asks once and remembers; the backlog uses the cores.
+        let props = shared.lock().unwrap().props.clone();
+        return match props {
+            Some(p) => axum::Json(p).into_response(),
+            None => (StatusCode::NOT_FOUND, "no props").into_response(),
+        };
     }
     if method != "POST" || path != "/v1/chat/completions" {
         shared
