@@ -214,16 +214,17 @@ pub async fn run(opts: &Options) -> Result<Report> {
         .collect();
     let needles = needle::run(&ep, needle_total, &needle_depths, per_sentence).await;
 
-    let speed_depths: Vec<u64> = budget
-        .speed_depths
-        .iter()
-        .map(|&d| d.min(usable))
-    .fold(Vec::new(), |mut v, d| {
-        if !v.contains(&d) {
-            v.push(d);
-        }
-        v
-    });
+    let speed_depths: Vec<u64> =
+        budget
+            .speed_depths
+            .iter()
+            .map(|&d| d.min(usable))
+            .fold(Vec::new(), |mut v, d| {
+                if !v.contains(&d) {
+                    v.push(d);
+                }
+                v
+            });
     let (speed, speed_errors) = speed::measure(
         &ep,
         &speed_depths,
@@ -312,7 +313,10 @@ mod tests {
         // About 85 prompt tokens/s for SmolLM2 on one thread here: the quick look must stay under ~50 s of
         // prefill so that it ends within a minute with the tool-call checks and decoding.
         assert!(quick.prompt_tokens(3) <= 4200, "{}", quick.prompt_tokens(3));
-        assert!(quick.speed_depths.len() >= 2, "the variance warning compares depths");
+        assert!(
+            quick.speed_depths.len() >= 2,
+            "the variance warning compares depths"
+        );
         let full = Budget::new(false, 8192);
         assert!(full.prompt_tokens(3) > 4 * quick.prompt_tokens(3));
     }
