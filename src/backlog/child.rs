@@ -294,7 +294,10 @@ mod tests {
         let task = BacklogTask {
             id: "acme/calc#4".into(),
             title: "t".into(),
-            kind: TaskKind::Issue { number: 4 },
+            kind: TaskKind::Issue {
+                number: 4,
+                claimed: false,
+            },
         };
         let attempt = AttemptSpec {
             n: 2,

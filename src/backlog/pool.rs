@@ -112,6 +112,14 @@ pub async fn run_task(
         );
         return Ok(Row::of(r, true));
     }
+    if let TaskKind::Issue { claimed: true, .. } = task.kind {
+        board.note(&format!(
+            "  {}: claimed by another runner (the issue has the claim label): skipped",
+            task.id
+        ));
+        board.set(&task.id, &TaskState::HeldElsewhere);
+        return Ok(Row::skipped(&task.id, &task.title));
+    }
     let guard = match claim::claim(&opts.state.claims(), &task.id)? {
         Claimed::Taken(c) => c,
         Claimed::TakenStale(c, old) => {
@@ -132,7 +140,7 @@ pub async fn run_task(
     };
     board.set(&task.id, &TaskState::Claimed);
     let number = match task.kind {
-        TaskKind::Issue { number } => Some(number),
+        TaskKind::Issue { number, .. } => Some(number),
         TaskKind::File(_) => None,
     };
     if let (Some(labels), Some(n)) = (&opts.labels, number) {

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::shard::Shard;
 use crate::agent::Task;
 use crate::error::VouchError;
+use crate::forge::client::Issue;
 
 /// One task of a backlog.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,8 +30,9 @@ pub struct BacklogTask {
 pub enum TaskKind {
     /// `vouch run --task FILE`.
     File(PathBuf),
-    /// `vouch run --issue OWNER/REPO#N`: the issue's number is kept for its claim label.
-    Issue { number: u64 },
+    /// `vouch run --issue OWNER/REPO#N`: the issue's number is kept for its claim label; `claimed`: the
+    /// issue carried the claim label when it was listed (another runner holds it).
+    Issue { number: u64, claimed: bool },
 }
 
 /// The task files `DIR/*.md`, each read as `vouch run --task` reads it (a broken one is a usage error that
@@ -64,14 +66,17 @@ pub fn from_dir(dir: &Path) -> Result<Vec<BacklogTask>> {
     Ok(tasks)
 }
 
-/// The open issues `(number, title)` of `repo` (`OWNER/REPO`) as tasks.
-pub fn from_issues(repo: &str, issues: &[(u64, String)]) -> Vec<BacklogTask> {
+/// The open issues of `repo` (`OWNER/REPO`) as tasks; those with `claim_label` are claimed elsewhere.
+pub fn from_issues(repo: &str, issues: &[Issue], claim_label: &str) -> Vec<BacklogTask> {
     issues
         .iter()
-        .map(|(number, title)| BacklogTask {
-            id: format!("{repo}#{number}"),
-            title: title.clone(),
-            kind: TaskKind::Issue { number: *number },
+        .map(|issue| BacklogTask {
+            id: format!("{repo}#{}", issue.number),
+            title: issue.title.clone(),
+            kind: TaskKind::Issue {
+                number: issue.number,
+                claimed: issue.labels.iter().any(|l| l == claim_label),
+            },
         })
         .collect()
 }
@@ -158,8 +163,31 @@ mod tests {
         assert_eq!(tasks.len(), 1);
         assert_eq!(tasks[0].id, "fix-add");
         assert_eq!(tasks[0].title, "Fix add");
-        let issues = from_issues("acme/calc", &[(7, "Seven".into())]);
+        let issue = |number, label: &str| Issue {
+            number,
+            title: "Seven".into(),
+            body: String::new(),
+            labels: vec![label.to_string()],
+        };
+        let issues = from_issues(
+            "acme/calc",
+            &[issue(7, "bug"), issue(8, "vouch:claimed")],
+            "vouch:claimed",
+        );
         assert_eq!(issues[0].id, "acme/calc#7");
-        assert_eq!(issues[0].kind, TaskKind::Issue { number: 7 });
+        assert_eq!(
+            issues[0].kind,
+            TaskKind::Issue {
+                number: 7,
+                claimed: false
+            }
+        );
+        assert_eq!(
+            issues[1].kind,
+            TaskKind::Issue {
+                number: 8,
+                claimed: true
+            }
+        );
     }
 }

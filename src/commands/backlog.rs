@@ -182,7 +182,7 @@ fn read_source(args: &BacklogArgs, repo: &Path) -> Result<Source> {
     })?;
     let (issues, client) = issues;
     let name = format!("{}/{}", target.owner, target.repo);
-    let tasks = source::from_issues(&name, &issues);
+    let tasks = source::from_issues(&name, &issues, &args.claim_label);
     let labels: Arc<dyn LabelClaims> = Arc::new(ForgeLabels {
         client: Mutex::new(client),
         label: args.claim_label.clone(),

@@ -285,9 +285,8 @@ impl Client {
         })
     }
 
-    /// The open issues (not pull requests) with `label`, as `(number, title)`, lowest number first; the
-    /// first 100 (one page).
-    pub async fn list_issues(&mut self, label: &str) -> Result<Vec<(u64, String)>, ForgeError> {
+    /// The open issues (not pull requests) with `label`, lowest number first; the first 100 (one page).
+    pub async fn list_issues(&mut self, label: &str) -> Result<Vec<Issue>, ForgeError> {
         let base = format!("{}/issues", self.target.repo_url());
         let mut params = vec![("state", "open"), ("labels", label)];
         match self.target.forge {
@@ -303,17 +302,32 @@ impl Client {
         let items = v
             .as_array()
             .ok_or_else(|| self.protocol(&action, "not a list"))?;
-        let mut out: Vec<(u64, String)> = items
+        let text = |i: &Value, key: &str| {
+            i.get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let mut out: Vec<Issue> = items
             .iter()
             // GitHub lists pull requests as issues too.
             .filter(|i| i.get("pull_request").is_none_or(Value::is_null))
             .filter_map(|i| {
-                let n = i.get("number").and_then(Value::as_u64)?;
-                let title = i.get("title").and_then(Value::as_str).unwrap_or_default();
-                Some((n, title.to_string()))
+                Some(Issue {
+                    number: i.get("number").and_then(Value::as_u64)?,
+                    title: text(i, "title"),
+                    body: text(i, "body"),
+                    labels: i
+                        .get("labels")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|l| l.get("name").and_then(Value::as_str).map(str::to_string))
+                        .collect(),
+                })
             })
             .collect();
-        out.sort();
+        out.sort_by_key(|i| i.number);
         Ok(out)
     }
 

@@ -720,7 +720,14 @@ async fn open_issues_with_a_label_are_the_tasks_and_carry_the_claim_label_while_
                    "labels": [{"name": "vouch"}]}),
         );
     }
+    // Another runner holds issue 7: it has the claim label.
+    forge.state.lock().unwrap().issues.insert(
+        7,
+        json!({"number": 7, "title": "seven", "body": "b",
+               "labels": [{"name": "vouch"}, {"name": "vouch:claimed"}]}),
+    );
     let server = ModelServer::start(vec![("three", vec![no_go("not today")])]).await;
+    let model_url = server.url.clone();
     let backlog = |args: &[&str]| {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_vouch"));
         cmd.args(["backlog", "--label", "vouch", "--repo"])
@@ -733,7 +740,7 @@ async fn open_issues_with_a_label_are_the_tasks_and_carry_the_claim_label_while_
                 "--api-url",
                 &forge.url,
             ])
-            .args(["--endpoint", &server.url])
+            .args(["--endpoint", &model_url])
             .args(args)
             .args([
                 "--",
@@ -758,7 +765,7 @@ async fn open_issues_with_a_label_are_the_tasks_and_carry_the_claim_label_while_
         .unwrap();
     assert_eq!(plan.code, 0, "{}", explain(&plan));
     // Issues by id; the pull request the list holds is no task.
-    assert_eq!(plan.stdout, "o/r#3\no/r#5\n");
+    assert_eq!(plan.stdout, "o/r#3\no/r#5\no/r#7\n");
     let listed = forge.seen();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].method, "GET");
@@ -799,6 +806,19 @@ async fn open_issues_with_a_label_are_the_tasks_and_carry_the_claim_label_while_
         ]
     );
     assert!(one.stderr.contains("o/r#3"), "{}", one.stderr);
+
+    // The issue another runner labelled is skipped; for an index, that is a retry later (exit 3).
+    let mut held = backlog(&["--index", "2"]);
+    let held = tokio::task::spawn_blocking(move || output(held.output().unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(held.code, 3, "{}", explain(&held));
+    assert!(
+        held.stderr
+            .contains("o/r#7: claimed by another runner (the issue has the claim label)"),
+        "{}",
+        held.stderr
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
