@@ -508,8 +508,9 @@ async fn a_second_runner_skips_the_tasks_the_first_has_claimed() {
         if first.try_wait().unwrap().is_some() || Instant::now() > deadline {
             let _ = first.kill();
             let out = output(first.wait_with_output().unwrap());
+            let logs = claims_dir_logs(&repo);
             panic!(
-                "the first runner did not start every task ({:?}): {}",
+                "the first runner did not start every task ({:?}): {}\nlogs: {logs:#?}",
                 server.started(),
                 explain(&out)
             );
