@@ -173,7 +173,7 @@ def one(vouch, server, jobs):
             env.pop(k, None)
         before = server.chats
         argv = [vouch, "backlog", tasks, "--repo", repo, "--endpoint", server.url, "--jobs", str(jobs),
-                "--json", summary, "-q", "--", "--tool-mode", "native", "-q"]
+                "--json", summary, "-q", "--", "--tool-mode", "native"]
         start = time.monotonic()
         proc = subprocess.Popen(argv, env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         seen = {}

@@ -99,11 +99,16 @@ pub fn argv(spec: &RunSpec, task: &BacklogTask, attempt: &AttemptSpec) -> Vec<St
 
 /// Runs one attempt to its end (or Ctrl-C's); `phase` hears what the child is doing. The report is `None`
 /// when the child wrote none (it crashed, or stopped on a usage error before the run began).
+///
+/// `setup` is held from the start of the child until it says its worktree is made (or exits): libgit2's
+/// worktree add races with another one in the same repository ("reference is already checked out"), so the
+/// pool's children make theirs one at a time.
 pub async fn run(
     spec: &RunSpec,
     task: &BacklogTask,
     attempt: &AttemptSpec,
     phase: &(dyn Fn(Phase) + Send + Sync),
+    setup: &tokio::sync::Mutex<()>,
     cancel: &CancellationToken,
 ) -> Result<(Attempt, Option<RunReport>)> {
     for path in [&attempt.report, &attempt.log] {
@@ -116,6 +121,8 @@ pub async fn run(
     let clock = Instant::now();
     let argv = argv(spec, task, attempt);
     tracing::info!(task = %task.id, "starting {}", crate::process::quote_argv(&argv));
+    let setup_guard = setup.lock().await;
+    let ready = std::sync::Arc::new(tokio::sync::Notify::new());
     let mut child = tokio::process::Command::new(&spec.exe)
         .args(&argv)
         .stdin(Stdio::null())
@@ -133,7 +140,11 @@ pub async fn run(
     let stderr = child.stderr.take();
     let stdout = child.stdout.take();
     let pr = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
-    let read_err = read_lines(stderr, log.clone(), |line| {
+    let made = ready.clone();
+    let read_err = read_lines(stderr, log.clone(), move |line| {
+        if line.starts_with("vouch run ") && line.contains(": worktree ") {
+            made.notify_one();
+        }
         if let Some(p) = phase_of(line) {
             phase(p);
         }
@@ -147,6 +158,15 @@ pub async fn run(
         }
     });
     let waited = async {
+        let early = tokio::select! {
+            status = child.wait() => Some(status),
+            _ = ready.notified() => None,
+            _ = cancel.cancelled() => None,
+        };
+        drop(setup_guard);
+        if let Some(status) = early {
+            return status;
+        }
         tokio::select! {
             status = child.wait() => status,
             _ = cancel.cancelled() => {

@@ -39,6 +39,8 @@ pub struct Options {
     pub resume: bool,
     /// Claim labels on the forge, for issue tasks.
     pub labels: Option<Arc<dyn LabelClaims>>,
+    /// Held while a child makes its worktree (see [`child::run`]).
+    pub setup: tokio::sync::Mutex<()>,
 }
 
 /// Runs `tasks` (the plan) in the pool; the summary has one row per task, in plan order.
@@ -197,7 +199,8 @@ pub async fn run_task(
             };
             board.set(&id, &state);
         };
-        let (done, report) = child::run(&opts.spec, task, &attempt, &on_phase, cancel).await?;
+        let (done, report) =
+            child::run(&opts.spec, task, &attempt, &on_phase, &opts.setup, cancel).await?;
         outcome = done.outcome;
         record.attempts.push(done);
         opts.state.save(&record)?;

@@ -101,6 +101,7 @@ pub fn run(args: BacklogArgs) -> Result<i32> {
             escalate,
             resume: args.resume,
             labels,
+            setup: tokio::sync::Mutex::new(()),
         });
         if single.is_none() {
             ui.line(&format!(
