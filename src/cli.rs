@@ -365,6 +365,11 @@ pub struct ForgeArgs {
     /// The environment variable that holds the token [default: GITHUB_TOKEN, GH_TOKEN; GITEA_TOKEN].
     #[arg(long, value_name = "VAR")]
     pub token_env: Option<String>,
+
+    /// A CA bundle (PEM) to trust besides the built-in roots, for a forge behind a company or self-signed CA
+    /// (SSL_CERT_FILE is trusted too).
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 const RUN_EXAMPLES: &str = "\

@@ -15,6 +15,7 @@ use crate::error::{VouchError, EXIT_PASS};
 use crate::forge::body::{self, Parts, TEMPLATE_PATHS};
 use crate::forge::client::{NewPr, Opened};
 use crate::forge::push::{self, Credentials, PushError, Pushed};
+use crate::forge::tls::Trust;
 use crate::forge::{Client, Explicit, ForgeError, Numbered, Target, Token};
 
 use super::{output, runtime, write_file};
@@ -87,6 +88,8 @@ pub(super) struct ForgeSetup {
     pub remote: String,
     pub token_env: Option<String>,
     pub draft: bool,
+    /// The CA bundles trusted over HTTPS: `--ca-file` or `[forge] ca_file`, and `SSL_CERT_FILE`.
+    pub trust: Trust,
 }
 
 impl ForgeSetup {
@@ -109,6 +112,7 @@ impl ForgeSetup {
                 .unwrap_or_else(|| "origin".to_string()),
             token_env: flags.token_env.clone().or(file.token_env),
             draft: draft || file.draft.unwrap_or(false),
+            trust: Trust::from_env(flags.ca_file.clone().or(file.ca_file)),
         })
     }
 
@@ -145,10 +149,11 @@ impl ForgeSetup {
     }
 
     /// The credentials git asks for: the token over HTTP(S), the SSH agent otherwise.
-    pub fn credentials(target: &Target, token: Option<(Token, String)>) -> Credentials {
+    pub fn credentials(&self, target: &Target, token: Option<(Token, String)>) -> Credentials {
         Credentials {
             token,
             user: target.forge.git_user().to_string(),
+            trust: self.trust.clone(),
         }
     }
 }
@@ -215,7 +220,7 @@ pub(super) fn publish(p: &Publish, setup: &ForgeSetup) -> Result<()> {
 
     let (token, var) = setup.need_token(&target)?;
     let mut out = output::stdout();
-    let creds = ForgeSetup::credentials(&target, Some((token.clone(), var.clone())));
+    let creds = setup.credentials(&target, Some((token.clone(), var.clone())));
     let shown = remote_url.clone().unwrap_or_else(|| setup.remote.clone());
     let pushed = push::push(&p.repo_dir, &setup.remote, branch, branch, &creds)
         .map_err(|e| push_error(e, &shown))?;
@@ -235,7 +240,7 @@ pub(super) fn publish(p: &Publish, setup: &ForgeSetup) -> Result<()> {
         ),
     })?;
 
-    let mut client = Client::new(target, token, var).map_err(forge_error)?;
+    let mut client = Client::new(target, token, var, &setup.trust).map_err(forge_error)?;
     let new = NewPr {
         title,
         body: text,
@@ -364,7 +369,8 @@ pub(super) fn issue_task(
     let (target, _) = setup.target(repo_dir, spec.repo.as_deref())?;
     let (token, _) = setup.token(&target);
     let (token, var) = token.map_or((None, String::new()), |(t, v)| (Some(t), v));
-    let mut client = Client::with_token(target.clone(), token, var).map_err(forge_error)?;
+    let mut client =
+        Client::with_token(target.clone(), token, var, &setup.trust).map_err(forge_error)?;
     let number = spec.number;
     let issue = runtime::block_on(|_cancel| async move {
         client.fetch_issue(number).await.map_err(forge_error)
@@ -425,7 +431,8 @@ pub(super) fn after_run(report: &RunReport, setup: &ForgeSetup, after: &AfterRun
     }
     if let (true, Some(issue)) = (after.comment, &after.issue) {
         let (token, var) = setup.need_token(&issue.target)?;
-        let mut client = Client::new(issue.target.clone(), token, var).map_err(forge_error)?;
+        let mut client =
+            Client::new(issue.target.clone(), token, var, &setup.trust).map_err(forge_error)?;
         let number = issue.number;
         let text = format!(
             "{}\n\n<sub>vouch {}</sub>\n",

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use super::error::ForgeError;
 use super::pacing::{self, Pacer, MAX_WAIT};
+use super::tls::{self, Trust};
 use super::{Forge, Target, Token};
 
 /// How long one request may take.
@@ -114,18 +115,21 @@ impl Client {
         target: Target,
         token: Token,
         token_var: impl Into<String>,
+        trust: &Trust,
     ) -> Result<Client, ForgeError> {
-        Client::with_token(target, Some(token), token_var)
+        Client::with_token(target, Some(token), token_var, trust)
     }
 
-    /// A client with a token or none (unauthenticated requests, for reading public repositories).
+    /// A client with a token or none (unauthenticated requests, for reading public repositories), trusting
+    /// the CA bundles of `trust` besides the built-in roots.
     pub fn with_token(
         target: Target,
         token: Option<Token>,
         token_var: impl Into<String>,
+        trust: &Trust,
     ) -> Result<Client, ForgeError> {
-        let http = reqwest::Client::builder()
-            .timeout(REQUEST_TIMEOUT)
+        let http = trust
+            .reqwest(reqwest::Client::builder().timeout(REQUEST_TIMEOUT))?
             .build()
             .map_err(|e| ForgeError::Config(format!("cannot build the HTTP client: {e}")))?;
         Ok(Client {
@@ -138,7 +142,11 @@ impl Client {
     }
 
     /// A client whose token comes from the forge's variables (or `var` when given).
-    pub fn from_env(target: Target, var: Option<&str>) -> Result<Client, ForgeError> {
+    pub fn from_env(
+        target: Target,
+        var: Option<&str>,
+        trust: &Trust,
+    ) -> Result<Client, ForgeError> {
         let vars: Vec<&str> = match var {
             Some(v) => vec![v],
             None => target.forge.token_vars().to_vec(),
@@ -147,7 +155,7 @@ impl Client {
             forge: target.forge.name(),
             vars: vars.join(" or "),
         })?;
-        Client::new(target, token, from)
+        Client::new(target, token, from, trust)
     }
 
     pub fn target(&self) -> &Target {
@@ -441,12 +449,23 @@ impl Client {
             }
             tracing::debug!(%method, url, "{forge} request");
             self.pacer.sent(write, Instant::now());
-            let resp = req.send().await.map_err(|e| ForgeError::Network {
-                forge,
-                api: self.target.api.clone(),
-                action: action.to_string(),
-                reason: e.without_url().to_string(),
-            })?;
+            let resp = req
+                .send()
+                .await
+                .map_err(|e| match tls::certificate_problem(&e) {
+                    Some(reason) => ForgeError::Certificate {
+                        forge,
+                        api: self.target.api.clone(),
+                        action: action.to_string(),
+                        reason,
+                    },
+                    None => ForgeError::Network {
+                        forge,
+                        api: self.target.api.clone(),
+                        action: action.to_string(),
+                        reason: e.without_url().to_string(),
+                    },
+                })?;
             let status = resp.status().as_u16();
             let wait = header_wait(status, resp.headers());
             if let Some(w) = wait {

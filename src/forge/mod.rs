@@ -1,7 +1,8 @@
 //! Forges: where a pushed branch becomes a pull request. Which forge and repository a remote belongs to
 //! ([`Target`], from its URL or from explicit settings), the token from the environment ([`Token`], never
 //! printed), the REST clients of GitHub and Gitea/Forgejo ([`client`]), the pull-request body ([`body`]), the
-//! pacing under the forges' rate limits ([`pacing`]), the typed errors ([`error`]) and the push ([`push`]).
+//! pacing under the forges' rate limits ([`pacing`]), the typed errors ([`error`]), the push ([`push`]) and
+//! the certificate authorities trusted over HTTPS ([`tls`]).
 
 pub mod body;
 pub mod client;
@@ -9,6 +10,7 @@ pub mod error;
 pub mod fetch;
 pub mod pacing;
 pub mod push;
+pub mod tls;
 
 use std::fmt;
 

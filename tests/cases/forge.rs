@@ -14,6 +14,7 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
+use crate::util::tls::TestCa;
 use crate::util::{git_env, Repo, Run};
 
 pub(super) const TOKEN: &str = "vouch-fake-token-5e1f9a2c";
@@ -49,11 +50,20 @@ pub(super) struct FakeForge {
 
 impl FakeForge {
     pub(super) fn start() -> FakeForge {
+        FakeForge::start_on(None)
+    }
+
+    /// The forge over HTTPS, with a certificate `ca` signed.
+    pub(super) fn start_tls(ca: &TestCa) -> FakeForge {
+        FakeForge::start_on(Some(ca))
+    }
+
+    fn start_on(ca: Option<&TestCa>) -> FakeForge {
         let state = Arc::new(Mutex::new(ForgeState::default()));
         let app = axum::Router::new()
             .fallback(forge_handler)
             .with_state(state.clone());
-        let url = serve(app);
+        let url = crate::util::tls::serve_in_thread(app, ca);
         FakeForge { url, state }
     }
 
@@ -68,20 +78,7 @@ impl FakeForge {
 
 /// Serves `app` on a free local port from a thread of its own; the URL.
 pub(super) fn serve(app: axum::Router) -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    url
+    crate::util::tls::serve_in_thread(app, None)
 }
 
 async fn forge_handler(
@@ -541,7 +538,7 @@ fn the_lease_refuses_to_overwrite_commits_vouch_did_not_make() {
 }
 
 /// Basic auth as git sends it for the token.
-fn basic(user: &str, password: &str) -> String {
+pub(super) fn basic(user: &str, password: &str) -> String {
     const ABC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let bytes = format!("{user}:{password}").into_bytes();
     let mut out = String::new();
@@ -563,12 +560,29 @@ fn basic(user: &str, password: &str) -> String {
     format!("Basic {out}")
 }
 
+/// Every request a [`GitServer`] saw: its path and query, and whether it was authorised.
+pub(super) type GitLog = Arc<Mutex<Vec<(String, bool)>>>;
+
 #[derive(Clone)]
-struct GitServer {
-    root: PathBuf,
-    expected: String,
-    /// Every request: its path and query, and whether it was authorised.
-    log: Arc<Mutex<Vec<(String, bool)>>>,
+pub(super) struct GitServer {
+    pub root: PathBuf,
+    pub expected: String,
+    pub log: GitLog,
+}
+
+impl GitServer {
+    /// `git http-backend` for the repositories under `root`, behind basic auth with the token; over TLS
+    /// with `ca`'s certificate when given. The URL (repositories are under `/git/`) and the request log.
+    pub(super) fn start(root: &Path, ca: Option<&TestCa>) -> (String, GitLog) {
+        let srv = GitServer {
+            root: root.to_path_buf(),
+            expected: basic("x-access-token", TOKEN),
+            log: Arc::new(Mutex::new(Vec::new())),
+        };
+        let log = srv.log.clone();
+        let app = axum::Router::new().fallback(git_handler).with_state(srv);
+        (crate::util::tls::serve_in_thread(app, ca), log)
+    }
 }
 
 /// `git http-backend` as CGI behind basic auth.
@@ -657,14 +671,7 @@ async fn git_handler(
 #[test]
 fn push_over_smart_http_sends_the_token_through_the_credential_callback() {
     let f = fixture();
-    let srv = GitServer {
-        root: f.repo.tmp.path().to_path_buf(),
-        expected: basic("x-access-token", TOKEN),
-        log: Arc::new(Mutex::new(Vec::new())),
-    };
-    let log = srv.log.clone();
-    let app = axum::Router::new().fallback(git_handler).with_state(srv);
-    let url = serve(app);
+    let (url, log) = GitServer::start(f.repo.tmp.path(), None);
     f.repo.git(&[
         "remote",
         "set-url",
@@ -750,4 +757,131 @@ fn https_and_ssh_remotes_are_pushed_through_tls_and_ssh_transports() {
         );
     }
     assert!(forge.seen().is_empty(), "no pull request without a push");
+}
+
+#[test]
+fn a_forge_behind_a_private_ca_is_trusted_only_with_its_ca_bundle() {
+    let f = fixture();
+    let ca = TestCa::new(&f.repo.tmp.path().join("tls"));
+    let forge = FakeForge::start_tls(&ca);
+    assert!(forge.url.starts_with("https://127.0.0.1:"), "{}", forge.url);
+    let no_bundle = [
+        ("GITHUB_TOKEN", TOKEN),
+        ("GITEA_TOKEN", TOKEN),
+        ("SSL_CERT_FILE", ""),
+    ];
+
+    // Not trusted: the certificate problem is named, with the way out; nothing reached the forge.
+    let run = f.pr_env(&forge, "github", &[], &no_bundle);
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains("cannot trust github at https://127.0.0.1")
+            && run.stderr.contains("certificate")
+            && run.stderr.contains("UnknownIssuer")
+            && run.stderr.contains("--ca-file")
+            && run.stderr.contains("SSL_CERT_FILE"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("pr.md"),
+        "the body is kept: {}",
+        run.stderr
+    );
+    assert!(forge.seen().is_empty(), "{:?}", forge.seen());
+
+    // --ca-file: trusted, the pull request is opened.
+    let ca_file = ca.ca.to_str().unwrap();
+    let run = f.pr_env(&forge, "github", &["--ca-file", ca_file], &no_bundle);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("opened pull request #1"),
+        "{}",
+        run.stdout
+    );
+
+    // SSL_CERT_FILE: trusted too, the open one is updated.
+    let run = f.pr_env(
+        &forge,
+        "github",
+        &[],
+        &[("GITHUB_TOKEN", TOKEN), ("SSL_CERT_FILE", ca_file)],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("updated the body of pull request #1"),
+        "{}",
+        run.stdout
+    );
+
+    // `ca_file` in the user's own vouch.toml: trusted (Gitea this time, the same server answers).
+    let xdg = f.repo.tmp.path().join("xdg");
+    std::fs::create_dir_all(xdg.join("vouch")).unwrap();
+    std::fs::write(
+        xdg.join("vouch/vouch.toml"),
+        format!("[forge]\nca_file = \"{ca_file}\"\n"),
+    )
+    .unwrap();
+    let run = f.pr_env(
+        &forge,
+        "gitea",
+        &[],
+        &[
+            ("GITEA_TOKEN", TOKEN),
+            ("SSL_CERT_FILE", ""),
+            ("XDG_CONFIG_HOME", xdg.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(files_with_token(f.repo.tmp.path()), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn push_over_https_with_a_private_ca_needs_its_ca_bundle() {
+    let f = fixture();
+    let ca = TestCa::new(&f.repo.tmp.path().join("tls"));
+    let (url, log) = GitServer::start(f.repo.tmp.path(), Some(&ca));
+    assert!(url.starts_with("https://"), "{url}");
+    f.repo.git(&[
+        "remote",
+        "set-url",
+        "origin",
+        &format!("{url}/git/remote.git"),
+    ]);
+    let forge = FakeForge::start();
+    let no_bundle = [("GITHUB_TOKEN", TOKEN), ("SSL_CERT_FILE", "")];
+
+    let run = f.pr_env(&forge, "github", &[], &no_bundle);
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("TLS certificate failed verification")
+            && run.stderr.contains("--ca-file"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("cannot reach the remote"),
+        "a certificate problem is not a network one: {}",
+        run.stderr
+    );
+    assert!(log.lock().unwrap().is_empty(), "no request got through TLS");
+    assert!(forge.seen().is_empty(), "no pull request without a push");
+
+    let ca_file = ca.ca.to_str().unwrap();
+    let run = f.pr_env(&forge, "github", &["--ca-file", ca_file], &no_bundle);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        f.remote_sha("vouch/t"),
+        f.repo.git(&["rev-parse", "vouch/t"])
+    );
+    assert!(
+        log.lock()
+            .unwrap()
+            .iter()
+            .any(|(u, ok)| *ok && u.contains("git-receive-pack")),
+        "{:?}",
+        log.lock().unwrap()
+    );
+    assert_eq!(files_with_token(f.repo.tmp.path()), Vec::<PathBuf>::new());
 }
