@@ -16,7 +16,7 @@ use crate::forge::body::{self, Parts, TEMPLATE_PATHS};
 use crate::forge::client::{NewPr, Opened};
 use crate::forge::push::{self, Credentials, PushError, Pushed};
 use crate::forge::tls::Trust;
-use crate::forge::{Client, Explicit, ForgeError, Numbered, Target, Token};
+use crate::forge::{Client, Explicit, ForgeError, Numbered, Secret, Target};
 
 use super::{output, runtime, write_file};
 
@@ -129,16 +129,16 @@ impl ForgeSetup {
     }
 
     /// The token, from `token_env` or the forge's variables; and the variables looked at, for messages.
-    pub fn token(&self, target: &Target) -> (Option<(Token, String)>, String) {
+    pub fn token(&self, target: &Target) -> (Option<(Secret, String)>, String) {
         let vars: Vec<&str> = match &self.token_env {
             Some(v) => vec![v.as_str()],
             None => target.forge.token_vars().to_vec(),
         };
-        (Token::from_env(&vars), vars.join(" or "))
+        (Secret::from_env(&vars), vars.join(" or "))
     }
 
     /// The token, or the usage error that says which variable to set.
-    pub fn need_token(&self, target: &Target) -> Result<(Token, String)> {
+    pub fn need_token(&self, target: &Target) -> Result<(Secret, String)> {
         let (token, vars) = self.token(target);
         token.ok_or_else(|| {
             forge_error(ForgeError::NoToken {
@@ -149,7 +149,7 @@ impl ForgeSetup {
     }
 
     /// The credentials git asks for: the token over HTTP(S), the SSH agent otherwise.
-    pub fn credentials(&self, target: &Target, token: Option<(Token, String)>) -> Credentials {
+    pub fn credentials(&self, target: &Target, token: Option<(Secret, String)>) -> Credentials {
         Credentials {
             token,
             user: target.forge.git_user().to_string(),

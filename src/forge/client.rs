@@ -15,7 +15,8 @@ use serde_json::{json, Value};
 use super::error::ForgeError;
 use super::pacing::{self, Pacer, MAX_WAIT};
 use super::tls::{self, Trust};
-use super::{Forge, Target, Token};
+use super::{Forge, Secret, Target};
+use crate::secret::Redactor;
 
 /// How long one request may take.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -104,16 +105,18 @@ pub struct Client {
     http: reqwest::Client,
     target: Target,
     /// `None`: requests go unauthenticated (reading a public repository).
-    token: Option<Token>,
+    token: Option<Secret>,
     /// Where the token came from, for messages.
     token_var: String,
+    /// Removes the token from every answer and error message: a forge may reflect it.
+    redactor: Redactor,
     pacer: Pacer,
 }
 
 impl Client {
     pub fn new(
         target: Target,
-        token: Token,
+        token: Secret,
         token_var: impl Into<String>,
         trust: &Trust,
     ) -> Result<Client, ForgeError> {
@@ -124,7 +127,7 @@ impl Client {
     /// the CA bundles of `trust` besides the built-in roots.
     pub fn with_token(
         target: Target,
-        token: Option<Token>,
+        token: Option<Secret>,
         token_var: impl Into<String>,
         trust: &Trust,
     ) -> Result<Client, ForgeError> {
@@ -135,6 +138,7 @@ impl Client {
         Ok(Client {
             http,
             target,
+            redactor: token.as_ref().map(Secret::redactor).unwrap_or_default(),
             token,
             token_var: token_var.into(),
             pacer: Pacer::default(),
@@ -151,7 +155,7 @@ impl Client {
             Some(v) => vec![v],
             None => target.forge.token_vars().to_vec(),
         };
-        let (token, from) = Token::from_env(&vars).ok_or_else(|| ForgeError::NoToken {
+        let (token, from) = Secret::from_env(&vars).ok_or_else(|| ForgeError::NoToken {
             forge: target.forge.name(),
             vars: vars.join(" or "),
         })?;
@@ -407,7 +411,7 @@ impl Client {
         ForgeError::Protocol {
             forge: self.target.forge.name(),
             action: action.to_string(),
-            reason: reason.to_string(),
+            reason: self.redactor.text(reason),
         }
     }
 
@@ -481,8 +485,10 @@ impl Client {
                 if text.trim().is_empty() {
                     return Ok(Value::Null);
                 }
-                return serde_json::from_str(&text)
-                    .map_err(|e| self.protocol(action, &format!("not JSON: {e}")));
+                let mut answer: Value = serde_json::from_str(&text)
+                    .map_err(|e| self.protocol(action, &format!("not JSON: {e}")))?;
+                self.redactor.value(&mut answer);
+                return Ok(answer);
             }
             let retryable = matches!(status, 403 | 429) && wait.is_some_and(|w| w <= MAX_WAIT);
             if attempt == 0 && retryable {
@@ -495,7 +501,7 @@ impl Client {
 
     fn status_error(&self, status: u16, text: &str, action: &str) -> ForgeError {
         let forge = self.target.forge.name();
-        let message = error_message(text);
+        let message = self.redactor.text(&error_message(text));
         let repo = format!("{}/{}", self.target.owner, self.target.repo);
         match status {
             401 => ForgeError::Unauthorized {

@@ -1,5 +1,5 @@
 //! Forges: where a pushed branch becomes a pull request. Which forge and repository a remote belongs to
-//! ([`Target`], from its URL or from explicit settings), the token from the environment ([`Token`], never
+//! ([`Target`], from its URL or from explicit settings), the token from the environment (a [`Secret`], never
 //! printed), the REST clients of GitHub and Gitea/Forgejo ([`client`]), the pull-request body ([`body`]), the
 //! pacing under the forges' rate limits ([`pacing`]), the typed errors ([`error`]), the push ([`push`]) and
 //! the certificate authorities trusted over HTTPS ([`tls`]).
@@ -12,10 +12,10 @@ pub mod pacing;
 pub mod push;
 pub mod tls;
 
-use std::fmt;
-
 pub use client::{Client, PrHead, PullRequest};
 pub use error::ForgeError;
+
+pub use crate::secret::Secret;
 
 /// The room the sticky comment's marker (with a head sha) takes in a body.
 pub const STICKY_MARKER_ROOM: usize = 80;
@@ -234,44 +234,6 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
-/// An API token. It is never printed: `Debug` and `Display` show `***`, and only [`Token::reveal`] gives
-/// the text, for the auth header and the credential callback.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Token(String);
-
-impl Token {
-    pub fn new(text: impl Into<String>) -> Token {
-        Token(text.into())
-    }
-
-    /// The token from the first of `vars` that is set and not empty, with the variable's name.
-    pub fn from_env(vars: &[&str]) -> Option<(Token, String)> {
-        vars.iter().find_map(|v| {
-            std::env::var(v)
-                .ok()
-                .map(|t| t.trim().to_string())
-                .filter(|t| !t.is_empty())
-                .map(|t| (Token(t), v.to_string()))
-        })
-    }
-
-    pub fn reveal(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Token {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Token(***)")
-    }
-}
-
-impl fmt::Display for Token {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,8 +311,8 @@ mod tests {
 
     #[test]
     fn tokens_and_urls_never_show_secrets() {
-        let t = Token::new("s3cret");
-        assert_eq!(format!("{t} {t:?}"), "*** Token(***)");
+        let t = Secret::new("s3cret");
+        assert_eq!(format!("{t} {t:?}"), "<redacted> Secret(<redacted>)");
         assert_eq!(redact_url("https://u:s3cret@h/o/r"), "https://h/o/r");
         assert_eq!(redact_url("https://h"), "https://h");
     }

@@ -13,13 +13,13 @@ use git2::{
 use thiserror::Error;
 
 use super::tls::{Trust, UNTRUSTED_HINT};
-use super::{redact_url, Token};
+use super::{redact_url, Secret};
 
 /// The credentials a push may use.
 #[derive(Clone, Debug, Default)]
 pub struct Credentials {
     /// The token and the variable it came from (for messages).
-    pub token: Option<(Token, String)>,
+    pub token: Option<(Secret, String)>,
     /// The user name sent with the token when the URL has none.
     pub user: String,
     /// The CA bundles trusted over HTTPS besides OpenSSL's defaults.

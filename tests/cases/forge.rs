@@ -90,6 +90,18 @@ async fn forge_handler(
 ) -> Response {
     let mut st = state.lock().unwrap();
     let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    // A forge that reflects what it was sent: `@AUTH@` in an issue or an error message becomes the
+    // request's `Authorization` header.
+    if let Some(auth) = headers.get("authorization").and_then(|v| v.to_str().ok()) {
+        let reflect =
+            |v: &Value| serde_json::from_str(&v.to_string().replace("@AUTH@", auth)).unwrap();
+        for issue in st.issues.values_mut() {
+            *issue = reflect(issue);
+        }
+        if let Some((_, message)) = &mut st.fail {
+            *message = message.replace("@AUTH@", auth);
+        }
+    }
     let full = uri
         .path_and_query()
         .map(|p| p.to_string())
