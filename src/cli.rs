@@ -124,6 +124,7 @@ Examples:
   vouch pr add-subtracts --draft                a draft (Gitea/Forgejo: a `WIP:` title), also for a rejected run
   vouch pr --branch fix/login --body-file pr.md push a branch of the repository here, with your own body
   vouch pr x --forge gitea --forge-repo team/app --api-url https://git.example --remote origin
+  vouch pr x --api-url https://git.corp/api/v3 --ca-file /etc/ssl/corp-ca.pem   a GitHub Enterprise behind a company CA
 
 Tokens: GITHUB_TOKEN or GH_TOKEN (GitHub), GITEA_TOKEN (Gitea/Forgejo), or --token-env VAR; sent through git's
 credential callback and the API's auth header only, never printed or written into a URL or config.

@@ -344,7 +344,16 @@ pub(super) fn forge_error(e: ForgeError) -> anyhow::Error {
 }
 
 pub(super) fn push_error(e: PushError, remote: &str) -> anyhow::Error {
-    let message = format!("push to {remote}: {e}");
+    git_error(e, &format!("push to {remote}"))
+}
+
+/// A failed fetch (`vouch gate --pr`), said as one.
+pub(super) fn fetch_error(e: PushError, remote: &str) -> anyhow::Error {
+    git_error(e, &format!("fetch from {remote}"))
+}
+
+fn git_error(e: PushError, what: &str) -> anyhow::Error {
+    let message = format!("{what}: {e}");
     match e {
         PushError::Lease { .. } | PushError::NoBranch(_) => VouchError::usage(message).into(),
         _ => VouchError::infra(message).into(),

@@ -40,6 +40,8 @@ pub(super) struct ForgeState {
     pub issues: HashMap<u64, Value>,
     /// Comments on issues and pull requests: `{id, issue, body}`.
     pub comments: Vec<Value>,
+    /// The next creating request of a pull request gets `429 Too Many Requests` with this `Retry-After`.
+    pub rate_limit_once: Option<u64>,
 }
 
 /// A scripted forge API on a local port: GitHub's paths, or Gitea's under `/api/v1`.
@@ -126,6 +128,14 @@ async fn forge_handler(
             .into_response();
     };
     if method != Method::GET {
+        if let Some(secs) = st.rate_limit_once.take() {
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                [("retry-after", secs.to_string())],
+                axum::Json(json!({"message": "You have exceeded a secondary rate limit."})),
+            )
+                .into_response();
+        }
         if let Some((status, message)) = st.fail.clone() {
             let status = StatusCode::from_u16(status).unwrap();
             return (status, axum::Json(json!({"message": message}))).into_response();
@@ -896,4 +906,50 @@ fn push_over_https_with_a_private_ca_needs_its_ca_bundle() {
         log.lock().unwrap()
     );
     assert_eq!(files_with_token(f.repo.tmp.path()), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn a_configured_token_variable_is_used_and_a_rate_limit_is_waited_out_once() {
+    let f = fixture();
+    let forge = FakeForge::start();
+    forge.state.lock().unwrap().rate_limit_once = Some(2);
+    let started = std::time::Instant::now();
+    let run = f.pr_env(
+        &forge,
+        "github",
+        &["--token-env", "MY_FORGE_TOKEN"],
+        &[("MY_FORGE_TOKEN", TOKEN)],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("opened pull request #1"),
+        "{}",
+        run.stdout
+    );
+    let posts: Vec<Seen> = forge
+        .seen()
+        .into_iter()
+        .filter(|s| s.method == "POST")
+        .collect();
+    assert_eq!(posts.len(), 2, "one refused, one retried: {posts:?}");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(2),
+        "Retry-After was not honoured: {:?}",
+        started.elapsed()
+    );
+    let bearer = format!("Bearer {TOKEN}");
+    assert!(posts
+        .iter()
+        .all(|p| p.auth.as_deref() == Some(bearer.as_str())));
+    assert_eq!(forge.state.lock().unwrap().prs.len(), 1);
+
+    // The variable named but not set: said, with its name.
+    let run = f.pr_env(&forge, "github", &["--token-env", "MY_FORGE_TOKEN"], &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("no token for github: set MY_FORGE_TOKEN"),
+        "{}",
+        run.stderr
+    );
 }

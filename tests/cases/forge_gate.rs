@@ -364,8 +364,10 @@ fn a_private_fork_head_is_fetched_with_the_token_of_the_base_remotes_host() {
     let (run, _) = p.gate(&["--pr", "o/r#4"]);
     assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
     assert!(
-        run.stderr
-            .contains("asks for credentials and no token is set"),
+        run.stderr.contains("fetch from http://127.0.0.1")
+            && run
+                .stderr
+                .contains("asks for credentials and no token is set"),
         "{}",
         run.stderr
     );
