@@ -206,6 +206,10 @@ impl Client {
                 )
             }
             Forge::Gitea => format!("{}/pulls?state=open&limit=50", self.target.repo_url()),
+            Forge::GitLab => format!(
+                "{}/merge_requests?state=opened&source_branch={branch}&per_page=100",
+                self.target.repo_url()
+            ),
         };
         let list = self
             .request(Method::GET, &url, None, "listing open pull requests")
@@ -232,8 +236,13 @@ impl Client {
                 "title": if pr.draft { format!("WIP: {}", pr.title) } else { pr.title.clone() },
                 "head": pr.head, "base": pr.base, "body": pr.body,
             }),
+            // GitLab's draft is a `Draft:` title prefix.
+            Forge::GitLab => json!({
+                "title": if pr.draft { format!("Draft: {}", pr.title) } else { pr.title.clone() },
+                "source_branch": pr.head, "target_branch": pr.base, "description": pr.body,
+            }),
         };
-        let url = format!("{}/pulls", self.target.repo_url());
+        let url = format!("{}/{}", self.target.repo_url(), self.pulls());
         let v = self
             .request(
                 Method::POST,
@@ -250,16 +259,19 @@ impl Client {
         pr: PullRequest,
         body: &str,
     ) -> Result<PullRequest, ForgeError> {
-        let url = format!("{}/pulls/{}", self.target.repo_url(), pr.number);
+        let url = format!("{}/{}/{}", self.target.repo_url(), self.pulls(), pr.number);
         let action = format!("updating pull request #{}", pr.number);
-        let v = self
-            .request(Method::PATCH, &url, Some(json!({ "body": body })), &action)
-            .await?;
+        let (method, payload) = match self.target.forge {
+            Forge::GitLab => (Method::PUT, json!({ "description": body })),
+            _ => (Method::PATCH, json!({ "body": body })),
+        };
+        let v = self.request(method, &url, Some(payload), &action).await?;
         self.pull_request(&v, &action).or(Ok(pr))
     }
 
     /// The base and head of pull request `number`.
     pub async fn fetch_pr(&mut self, number: u64) -> Result<PrHead, ForgeError> {
+        self.not_on_gitlab("vouch gate --pr")?;
         let url = format!("{}/pulls/{number}", self.target.repo_url());
         let action = format!("reading pull request #{number}");
         let v = self.request(Method::GET, &url, None, &action).await?;
@@ -282,23 +294,36 @@ impl Client {
         let action = format!("reading issue #{number}");
         let v = self.request(Method::GET, &url, None, &action).await?;
         let s = |ptr: &str| v.pointer(ptr).and_then(Value::as_str).map(str::to_string);
+        // GitLab: `description`, and labels as plain names.
+        let body = match self.target.forge {
+            Forge::GitLab => s("/description"),
+            _ => s("/body"),
+        };
         Ok(Issue {
             number,
             title: s("/title").ok_or_else(|| self.protocol(&action, "no title"))?,
-            body: s("/body").unwrap_or_default(),
+            body: body.unwrap_or_default(),
             labels: v
                 .get("labels")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-                .filter_map(|l| l.get("name").and_then(Value::as_str).map(str::to_string))
+                .filter_map(|l| {
+                    l.as_str()
+                        .or_else(|| l.get("name").and_then(Value::as_str))
+                        .map(str::to_string)
+                })
                 .collect(),
         })
     }
 
     /// Posts a comment on issue (or pull request) `number`.
     pub async fn post_comment(&mut self, number: u64, body: &str) -> Result<(), ForgeError> {
-        let url = format!("{}/issues/{number}/comments", self.target.repo_url());
+        let comments = match self.target.forge {
+            Forge::GitLab => "notes",
+            _ => "comments",
+        };
+        let url = format!("{}/issues/{number}/{comments}", self.target.repo_url());
         self.request(
             Method::POST,
             &url,
@@ -316,6 +341,7 @@ impl Client {
         success: bool,
         description: &str,
     ) -> Result<(), ForgeError> {
+        self.not_on_gitlab("posting a commit status")?;
         let url = format!("{}/statuses/{sha}", self.target.repo_url());
         let description: String = description.chars().take(140).collect();
         let payload = json!({
@@ -341,6 +367,7 @@ impl Client {
         head_sha: &str,
         report: &str,
     ) -> Result<Sticky, ForgeError> {
+        self.not_on_gitlab("posting the report comment")?;
         let marker = format!("{STICKY_MARKER} head={head_sha} -->");
         let repo = self.target.repo_url();
         let action = format!("reading the comments of #{number}");
@@ -388,9 +415,32 @@ impl Client {
         }
     }
 
+    /// `pulls`, or GitLab's `merge_requests`.
+    fn pulls(&self) -> &'static str {
+        match self.target.forge {
+            Forge::GitLab => "merge_requests",
+            _ => "pulls",
+        }
+    }
+
+    /// The error for what vouch does on GitHub and Gitea only.
+    fn not_on_gitlab(&self, what: &str) -> Result<(), ForgeError> {
+        match self.target.forge {
+            Forge::GitLab => Err(ForgeError::Config(format!(
+                "{what} is not supported on GitLab yet (merge requests and issues are)"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     fn pull_request(&self, v: &Value, action: &str) -> Result<PullRequest, ForgeError> {
+        // GitLab: the project-local `iid`, `web_url` and `source_branch`.
+        let (number, url, head) = match self.target.forge {
+            Forge::GitLab => ("iid", "/web_url", "/source_branch"),
+            _ => ("number", "/html_url", "/head/ref"),
+        };
         let number = v
-            .get("number")
+            .get(number)
             .and_then(Value::as_u64)
             .ok_or_else(|| self.protocol(action, "no number"))?;
         let s = |ptr: &str| {
@@ -401,9 +451,9 @@ impl Client {
         };
         Ok(PullRequest {
             number,
-            url: s("/html_url"),
+            url: s(url),
             title: s("/title"),
-            head: s("/head/ref"),
+            head: s(head),
         })
     }
 
@@ -436,17 +486,19 @@ impl Client {
                 .request(method.clone(), url)
                 .header(USER_AGENT, concat!("vouch/", env!("CARGO_PKG_VERSION")));
             if let Some(token) = &self.token {
-                let auth = match self.target.forge {
-                    Forge::GitHub => format!("Bearer {}", token.reveal()),
-                    Forge::Gitea => format!("token {}", token.reveal()),
+                req = match self.target.forge {
+                    Forge::GitHub => {
+                        req.header(AUTHORIZATION, format!("Bearer {}", token.reveal()))
+                    }
+                    Forge::Gitea => req.header(AUTHORIZATION, format!("token {}", token.reveal())),
+                    Forge::GitLab => req.header("PRIVATE-TOKEN", token.reveal()),
                 };
-                req = req.header(AUTHORIZATION, auth);
             }
             req = match self.target.forge {
                 Forge::GitHub => req
                     .header(ACCEPT, "application/vnd.github+json")
                     .header("X-GitHub-Api-Version", "2022-11-28"),
-                Forge::Gitea => req.header(ACCEPT, "application/json"),
+                Forge::Gitea | Forge::GitLab => req.header(ACCEPT, "application/json"),
             };
             if let Some(b) = &body {
                 req = req.json(b);
@@ -514,6 +566,7 @@ impl Client {
                         "classic: repo; fine-grained: contents and pull requests, read and write"
                     }
                     Forge::Gitea => "write:repository",
+                    Forge::GitLab => "api",
                 };
                 let said = if message.is_empty() {
                     String::new()

@@ -25,6 +25,8 @@ pub(super) struct Seen {
     pub method: String,
     pub path: String,
     pub auth: Option<String>,
+    /// GitLab's `PRIVATE-TOKEN` header.
+    pub private_token: Option<String>,
     pub json: Value,
 }
 
@@ -114,8 +116,17 @@ async fn forge_handler(
         auth: headers
             .get("authorization")
             .map(|v| v.to_str().unwrap().to_string()),
+        private_token: headers
+            .get("private-token")
+            .map(|v| v.to_str().unwrap().to_string()),
         json: json.clone(),
     });
+    if let Some(rest) = uri
+        .path()
+        .strip_prefix("/api/v4/projects/o%2Fr/merge_requests")
+    {
+        return gitlab_merge_requests(&mut st, method.as_str(), rest, uri.query(), &json);
+    }
     let path = uri.path().trim_start_matches("/api/v1");
     if let Some(answer) = issues_and_statuses(&mut st, method.as_str(), path, &json) {
         return answer;
@@ -171,6 +182,50 @@ async fn forge_handler(
             let pr = st.prs.iter_mut().find(|p| p["number"] == n).unwrap();
             pr["body"] = json["body"].clone();
             axum::Json(pr.clone()).into_response()
+        }
+        _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+    }
+}
+
+/// GitLab's merge requests: listed by source branch, opened, their description replaced.
+fn gitlab_merge_requests(
+    st: &mut ForgeState,
+    method: &str,
+    rest: &str,
+    query: Option<&str>,
+    json: &Value,
+) -> Response {
+    match (method, rest) {
+        ("GET", "") => {
+            let branch = query
+                .unwrap_or("")
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("source_branch="))
+                .unwrap_or("");
+            let open: Vec<Value> = st
+                .prs
+                .iter()
+                .filter(|m| m["source_branch"] == branch)
+                .cloned()
+                .collect();
+            axum::Json(Value::Array(open)).into_response()
+        }
+        ("POST", "") => {
+            let iid = st.prs.len() as u64 + 1;
+            let mr = json!({
+                "id": 1000 + iid, "iid": iid,
+                "web_url": format!("https://gitlab.example/o/r/-/merge_requests/{iid}"),
+                "title": json["title"], "description": json["description"],
+                "source_branch": json["source_branch"], "target_branch": json["target_branch"],
+            });
+            st.prs.push(mr.clone());
+            (StatusCode::CREATED, axum::Json(mr)).into_response()
+        }
+        ("PUT", n) => {
+            let iid: u64 = n.trim_start_matches('/').parse().unwrap();
+            let mr = st.prs.iter_mut().find(|m| m["iid"] == iid).unwrap();
+            mr["description"] = json["description"].clone();
+            axum::Json(mr.clone()).into_response()
         }
         _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
     }
@@ -285,7 +340,11 @@ impl Fixture {
             forge,
             kind,
             extra,
-            &[("GITHUB_TOKEN", TOKEN), ("GITEA_TOKEN", TOKEN)],
+            &[
+                ("GITHUB_TOKEN", TOKEN),
+                ("GITEA_TOKEN", TOKEN),
+                ("GITLAB_TOKEN", TOKEN),
+            ],
         )
     }
 
@@ -307,12 +366,17 @@ impl Fixture {
         args.extend_from_slice(extra);
         let run = self.repo.vouch_env(
             &args,
-            &[("GH_TOKEN", ""), ("GITHUB_TOKEN", ""), ("GITEA_TOKEN", "")]
-                .iter()
-                .copied()
-                .filter(|(k, _)| !env.iter().any(|(e, _)| e == k))
-                .chain(env.iter().copied())
-                .collect::<Vec<_>>(),
+            &[
+                ("GH_TOKEN", ""),
+                ("GITHUB_TOKEN", ""),
+                ("GITEA_TOKEN", ""),
+                ("GITLAB_TOKEN", ""),
+            ]
+            .iter()
+            .copied()
+            .filter(|(k, _)| !env.iter().any(|(e, _)| e == k))
+            .chain(env.iter().copied())
+            .collect::<Vec<_>>(),
         );
         assert_no_token(&run);
         run
@@ -952,4 +1016,62 @@ fn a_configured_token_variable_is_used_and_a_rate_limit_is_waited_out_once() {
         "{}",
         run.stderr
     );
+}
+
+#[test]
+fn gitlab_merge_requests_are_opened_as_drafts_then_updated_with_a_private_token() {
+    let f = fixture();
+    let forge = FakeForge::start();
+    let run = f.pr(&forge, "gitlab", &["--draft", "--title", "Try"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("opened pull request #1"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        f.remote_sha("vouch/t"),
+        f.repo.git(&["rev-parse", "vouch/t"])
+    );
+    let seen = forge.seen();
+    assert_eq!(
+        (seen[0].method.as_str(), seen[0].path.as_str()),
+        (
+            "GET",
+            "/api/v4/projects/o%2Fr/merge_requests?state=opened&source_branch=vouch/t&per_page=100"
+        )
+    );
+    let post = seen.iter().find(|s| s.method == "POST").unwrap();
+    assert_eq!(post.path, "/api/v4/projects/o%2Fr/merge_requests");
+    assert_eq!(post.private_token.as_deref(), Some(TOKEN));
+    assert_eq!(post.auth, None, "GitLab's token goes in PRIVATE-TOKEN only");
+    assert_eq!(post.json["title"], "Draft: Try");
+    assert_eq!(post.json["source_branch"], "vouch/t");
+    assert_eq!(post.json["target_branch"], "main");
+    assert!(
+        post.json["description"]
+            .as_str()
+            .unwrap()
+            .contains("Handled negative numbers."),
+        "{}",
+        post.json
+    );
+
+    // A second run updates the open merge request's description.
+    let run = f.pr(&forge, "gitlab", &["--draft", "--issue", "3"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("updated the body of pull request #1"),
+        "{}",
+        run.stdout
+    );
+    let seen = forge.seen();
+    assert_eq!(seen.iter().filter(|s| s.method == "POST").count(), 1);
+    let put = seen.iter().find(|s| s.method == "PUT").unwrap();
+    assert_eq!(put.path, "/api/v4/projects/o%2Fr/merge_requests/1");
+    assert!(put.json["description"]
+        .as_str()
+        .unwrap()
+        .contains("Fixes #3"));
+    assert_eq!(files_with_token(f.repo.tmp.path()), Vec::<PathBuf>::new());
 }
