@@ -207,6 +207,10 @@ pub async fn run(opts: &Options) -> Result<Report> {
     let usable = context_size.saturating_sub(256).max(256);
 
     let budget = Budget::new(opts.quick, usable);
+    tracing::info!(
+        "the needle, speed and cache checks send about {} prompt tokens",
+        budget.prompt_tokens(opts.reps.max(3) as u64)
+    );
     let (needle_total, needle_fracs) = (budget.needle_tokens, budget.needle_fracs);
     let needle_depths: Vec<u64> = needle_fracs
         .iter()
