@@ -393,7 +393,7 @@ mod tests {
         for (text, key) in [
             ("[forge]\nrepos = \"o/r\"\n", "forge.repos"),
             ("[forge]\ndraft = \"yes\"\n", "forge.draft"),
-            ("[forge]\nforge = \"gitlab\"\n", "forge.forge"),
+            ("[forge]\nforge = \"bitbucket\"\n", "forge.forge"),
         ] {
             std::fs::write(&path, text).unwrap();
             let err = format!("{:#}", Settings::load(&path).unwrap_err());
