@@ -131,8 +131,9 @@ Examples:
   vouch pr add-subtracts --draft                a draft (Gitea/Forgejo: a `WIP:` title), also for a rejected run
   vouch pr --branch fix/login --body-file pr.md push a branch of the repository here, with your own body
   vouch pr x --forge gitea --forge-repo team/app --api-url https://git.example --remote origin
+  vouch pr x --api-url https://git.corp/api/v3 --ca-file /etc/ssl/corp-ca.pem   a GitHub Enterprise behind a company CA
 
-Tokens: GITHUB_TOKEN or GH_TOKEN (GitHub), GITEA_TOKEN (Gitea/Forgejo), or --token-env VAR; sent through git's
+Tokens: GITHUB_TOKEN or GH_TOKEN (GitHub), GITEA_TOKEN (Gitea/Forgejo), GITLAB_TOKEN (GitLab), or --token-env VAR; sent through git's
 credential callback and the API's auth header only, never printed or written into a URL or config.
 The push never overwrites a remote branch holding commits the local branch does not contain.
 A second run updates the open pull request's body instead of opening another.
@@ -353,7 +354,7 @@ pub enum OpenPr {
 /// wins over `[forge]` in vouch.toml.
 #[derive(Debug, Clone, Default, Args)]
 pub struct ForgeArgs {
-    /// The forge [default: from the remote's URL: github.com is GitHub, codeberg.org and gitea/forgejo hosts Gitea].
+    /// The forge [default: from the remote's URL: github.com is GitHub, codeberg.org and gitea/forgejo hosts Gitea, gitlab hosts GitLab].
     #[arg(long, value_enum)]
     pub forge: Option<Forge>,
 
@@ -361,7 +362,7 @@ pub struct ForgeArgs {
     #[arg(long, value_name = "OWNER/REPO")]
     pub forge_repo: Option<String>,
 
-    /// The API: GitHub's base (https://ghe.example/api/v3), or the Gitea server (/api/v1 is added).
+    /// The API: GitHub's base (https://ghe.example/api/v3), or the Gitea server (/api/v1 is added) or GitLab's (/api/v4).
     #[arg(long, value_name = "URL")]
     pub api_url: Option<String>,
 
@@ -369,9 +370,14 @@ pub struct ForgeArgs {
     #[arg(long, value_name = "NAME|URL")]
     pub remote: Option<String>,
 
-    /// The environment variable that holds the token [default: GITHUB_TOKEN, GH_TOKEN; GITEA_TOKEN].
+    /// The environment variable that holds the token [default: GITHUB_TOKEN, GH_TOKEN; GITEA_TOKEN; GITLAB_TOKEN].
     #[arg(long, value_name = "VAR")]
     pub token_env: Option<String>,
+
+    /// A CA bundle (PEM) to trust besides the built-in roots, for a forge behind a company or self-signed CA
+    /// (SSL_CERT_FILE is trusted too).
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 const RUN_EXAMPLES: &str = "\
@@ -628,7 +634,7 @@ Prints {\"format\", \"calls\": [{\"name\", \"arguments\"}], \"content\"}, plus \
 
 Formats: hermes, qwen3-coder, seed-oss, glm, minimax-m2, step3, mistral, llama3-json,
   json, pythonic, deepseek-r1, deepseek-v3.1, deepseek-dsml, kimi-k2, harmony,
-  functionary-v3.1, functionary-v3.2, apertus, kimi-k3, granite, nemotron, command-r7b,
+  functionary-v3.1, functionary-v3.2, apertus, kimi-k3, solar-open, granite, nemotron, command-r7b,
   phi4, tool-calls-json, internlm, gemma4, functiongemma";
 
 /// What `vouch run` does without an endpoint (the help of `--endpoint` says it).

@@ -59,10 +59,13 @@ pub struct ForgeSettings {
     pub remote: Option<String>,
     pub token_env: Option<String>,
     pub draft: Option<bool>,
+    /// A CA bundle (PEM) trusted over HTTPS besides the built-in roots: a self-hosted forge's company CA.
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
-/// The `[forge]` keys a repository's file may not set: they decide which host gets the token.
-pub const REPO_REFUSED_FORGE: &[&str] = &["api_url", "remote", "token_env"];
+/// The `[forge]` keys a repository's file may not set: they decide which host gets the token, and which
+/// hosts are trusted to be the forge.
+pub const REPO_REFUSED_FORGE: &[&str] = &["api_url", "remote", "token_env", "ca_file"];
 
 impl ForgeSettings {
     /// `self` with every value `over` has replaced.
@@ -74,6 +77,7 @@ impl ForgeSettings {
             remote: over.remote.or(self.remote),
             token_env: over.token_env.or(self.token_env),
             draft: over.draft.or(self.draft),
+            ca_file: over.ca_file.or(self.ca_file),
         }
     }
 
@@ -81,6 +85,7 @@ impl ForgeSettings {
         match key {
             "api_url" => self.api_url.is_some(),
             "remote" => self.remote.is_some(),
+            "ca_file" => self.ca_file.is_some(),
             _ => self.token_env.is_some(),
         }
     }
@@ -210,7 +215,7 @@ impl Settings {
             ),
             format!(
                 "remove {keys} from that file; set them in your own file ({}), with VOUCH_ENDPOINT / \
-                 VOUCH_API_KEY_ENV, or with the flags (--endpoint, --api-key-env, --api-url, --remote, --token-env)",
+                 VOUCH_API_KEY_ENV, or with the flags (--endpoint, --api-key-env, --api-url, --remote, --token-env, --ca-file)",
                 user_file()
                     .map(|p| p.display().to_string())
                     .unwrap_or_else(|| format!("~/.config/vouch/{FILE_NAME}"))
@@ -356,7 +361,7 @@ mod tests {
         std::fs::write(
             &path,
             "model = \"m\"\n[forge]\nforge = \"gitea\"\nrepo = \"o/r\"\napi_url = \"http://h\"\n\
-             remote = \"up\"\ntoken_env = \"MY_TOKEN\"\ndraft = true\n",
+             remote = \"up\"\ntoken_env = \"MY_TOKEN\"\ndraft = true\nca_file = \"/etc/ca.pem\"\n",
         )
         .unwrap();
         let got = Settings::load(&path).unwrap();
@@ -369,6 +374,7 @@ mod tests {
                 remote: Some("up".into()),
                 token_env: Some("MY_TOKEN".into()),
                 draft: Some(true),
+                ca_file: Some("/etc/ca.pem".into()),
             })
         );
         let low = Settings::load(&path).unwrap();
@@ -387,7 +393,7 @@ mod tests {
         for (text, key) in [
             ("[forge]\nrepos = \"o/r\"\n", "forge.repos"),
             ("[forge]\ndraft = \"yes\"\n", "forge.draft"),
-            ("[forge]\nforge = \"gitlab\"\n", "forge.forge"),
+            ("[forge]\nforge = \"bitbucket\"\n", "forge.forge"),
         ] {
             std::fs::write(&path, text).unwrap();
             let err = format!("{:#}", Settings::load(&path).unwrap_err());
@@ -406,6 +412,7 @@ mod tests {
             "api_url = \"http://evil\"",
             "remote = \"http://evil/o/r\"",
             "token_env = \"HOME\"",
+            "ca_file = \"/tmp/evil-ca.pem\"",
         ] {
             std::fs::write(&path, format!("[forge]\n{key}\n")).unwrap();
             let err = Settings::from_files(dir.path()).unwrap_err();

@@ -6,7 +6,8 @@
 //! works in without touching the user's checkout; [`process`] is the only place that starts processes, and [`sandbox`] confines the untrusted ones;
 //! [`error`] maps failures to documented exit codes; [`toolcall`] recovers tool calls a local server left in
 //! the text of a reply; [`agent`] runs a local model on a task in a [`workspace`] (a git worktree on its
-//! own branch) and lets the gate, not the model, decide the outcome.
+//! own branch) and lets the gate, not the model, decide the outcome; [`secret`] keeps the model's key and the
+//! forge's token out of everything vouch prints or writes.
 
 pub mod agent;
 pub mod backlog;
@@ -24,6 +25,7 @@ pub mod probe;
 pub mod process;
 pub mod room;
 pub mod sandbox;
+pub mod secret;
 pub mod toolcall;
 pub mod tools;
 pub mod ui;

@@ -13,7 +13,7 @@ use crate::forge::{body, Client, Numbered, Target, STICKY_MARKER_ROOM};
 use crate::gate::outcome::Verdict;
 use crate::gate::report::Report;
 
-use super::pr::{forge_error, push_error, ForgeSetup};
+use super::pr::{fetch_error, forge_error, ForgeSetup};
 use super::{output, runtime};
 
 /// A pull request fetched for the gate.
@@ -36,17 +36,22 @@ pub(super) fn prepare(args: &mut GateArgs, spec: &str) -> Result<PrGate> {
         let var = t.as_ref().map(|(_, v)| v.clone()).unwrap_or_default();
         (t, var)
     };
-    let mut client = Client::with_token(target.clone(), token.clone().map(|(t, _)| t), var)
-        .map_err(forge_error)?;
+    let mut client = Client::with_token(
+        target.clone(),
+        token.clone().map(|(t, _)| t),
+        var,
+        &setup.trust,
+    )
+    .map_err(forge_error)?;
     let number = spec.number;
     let (head, client) = runtime::block_on(|_cancel| async move {
         let head = client.fetch_pr(number).await.map_err(forge_error)?;
         Ok((head, client))
     })?;
-    let creds = ForgeSetup::credentials(&target, token);
+    let creds = setup.credentials(&target, token);
     let shown = remote_url.unwrap_or_else(|| setup.remote.clone());
     let fetched = fetch::fetch_pr(&args.repo, &setup.remote, number, &head, &creds)
-        .map_err(|e| push_error(e, &shown))?;
+        .map_err(|e| fetch_error(e, &shown))?;
     if !args.quiet {
         let mut err = output::stderr();
         err.line(&format!(

@@ -15,7 +15,8 @@ use crate::error::{VouchError, EXIT_PASS};
 use crate::forge::body::{self, Parts, TEMPLATE_PATHS};
 use crate::forge::client::{NewPr, Opened};
 use crate::forge::push::{self, Credentials, PushError, Pushed};
-use crate::forge::{Client, Explicit, ForgeError, Numbered, Target, Token};
+use crate::forge::tls::Trust;
+use crate::forge::{Client, Explicit, ForgeError, Numbered, Secret, Target};
 
 use super::{output, runtime, write_file};
 
@@ -87,6 +88,8 @@ pub(super) struct ForgeSetup {
     pub remote: String,
     pub token_env: Option<String>,
     pub draft: bool,
+    /// The CA bundles trusted over HTTPS: `--ca-file` or `[forge] ca_file`, and `SSL_CERT_FILE`.
+    pub trust: Trust,
 }
 
 impl ForgeSetup {
@@ -109,6 +112,7 @@ impl ForgeSetup {
                 .unwrap_or_else(|| "origin".to_string()),
             token_env: flags.token_env.clone().or(file.token_env),
             draft: draft || file.draft.unwrap_or(false),
+            trust: Trust::from_env(flags.ca_file.clone().or(file.ca_file)),
         })
     }
 
@@ -125,16 +129,16 @@ impl ForgeSetup {
     }
 
     /// The token, from `token_env` or the forge's variables; and the variables looked at, for messages.
-    pub fn token(&self, target: &Target) -> (Option<(Token, String)>, String) {
+    pub fn token(&self, target: &Target) -> (Option<(Secret, String)>, String) {
         let vars: Vec<&str> = match &self.token_env {
             Some(v) => vec![v.as_str()],
             None => target.forge.token_vars().to_vec(),
         };
-        (Token::from_env(&vars), vars.join(" or "))
+        (Secret::from_env(&vars), vars.join(" or "))
     }
 
     /// The token, or the usage error that says which variable to set.
-    pub fn need_token(&self, target: &Target) -> Result<(Token, String)> {
+    pub fn need_token(&self, target: &Target) -> Result<(Secret, String)> {
         let (token, vars) = self.token(target);
         token.ok_or_else(|| {
             forge_error(ForgeError::NoToken {
@@ -145,10 +149,11 @@ impl ForgeSetup {
     }
 
     /// The credentials git asks for: the token over HTTP(S), the SSH agent otherwise.
-    pub fn credentials(target: &Target, token: Option<(Token, String)>) -> Credentials {
+    pub fn credentials(&self, target: &Target, token: Option<(Secret, String)>) -> Credentials {
         Credentials {
             token,
             user: target.forge.git_user().to_string(),
+            trust: self.trust.clone(),
         }
     }
 }
@@ -215,7 +220,7 @@ pub(super) fn publish(p: &Publish, setup: &ForgeSetup) -> Result<()> {
 
     let (token, var) = setup.need_token(&target)?;
     let mut out = output::stdout();
-    let creds = ForgeSetup::credentials(&target, Some((token.clone(), var.clone())));
+    let creds = setup.credentials(&target, Some((token.clone(), var.clone())));
     let shown = remote_url.clone().unwrap_or_else(|| setup.remote.clone());
     let pushed = push::push(&p.repo_dir, &setup.remote, branch, branch, &creds)
         .map_err(|e| push_error(e, &shown))?;
@@ -235,7 +240,7 @@ pub(super) fn publish(p: &Publish, setup: &ForgeSetup) -> Result<()> {
         ),
     })?;
 
-    let mut client = Client::new(target, token, var).map_err(forge_error)?;
+    let mut client = Client::new(target, token, var, &setup.trust).map_err(forge_error)?;
     let new = NewPr {
         title,
         body: text,
@@ -339,7 +344,16 @@ pub(super) fn forge_error(e: ForgeError) -> anyhow::Error {
 }
 
 pub(super) fn push_error(e: PushError, remote: &str) -> anyhow::Error {
-    let message = format!("push to {remote}: {e}");
+    git_error(e, &format!("push to {remote}"))
+}
+
+/// A failed fetch (`vouch gate --pr`), said as one.
+pub(super) fn fetch_error(e: PushError, remote: &str) -> anyhow::Error {
+    git_error(e, &format!("fetch from {remote}"))
+}
+
+fn git_error(e: PushError, what: &str) -> anyhow::Error {
+    let message = format!("{what}: {e}");
     match e {
         PushError::Lease { .. } | PushError::NoBranch(_) => VouchError::usage(message).into(),
         _ => VouchError::infra(message).into(),
@@ -364,7 +378,8 @@ pub(super) fn issue_task(
     let (target, _) = setup.target(repo_dir, spec.repo.as_deref())?;
     let (token, _) = setup.token(&target);
     let (token, var) = token.map_or((None, String::new()), |(t, v)| (Some(t), v));
-    let mut client = Client::with_token(target.clone(), token, var).map_err(forge_error)?;
+    let mut client =
+        Client::with_token(target.clone(), token, var, &setup.trust).map_err(forge_error)?;
     let number = spec.number;
     let issue = runtime::block_on(|_cancel| async move {
         client.fetch_issue(number).await.map_err(forge_error)
@@ -425,7 +440,8 @@ pub(super) fn after_run(report: &RunReport, setup: &ForgeSetup, after: &AfterRun
     }
     if let (true, Some(issue)) = (after.comment, &after.issue) {
         let (token, var) = setup.need_token(&issue.target)?;
-        let mut client = Client::new(issue.target.clone(), token, var).map_err(forge_error)?;
+        let mut client =
+            Client::new(issue.target.clone(), token, var, &setup.trust).map_err(forge_error)?;
         let number = issue.number;
         let text = format!(
             "{}\n\n<sub>vouch {}</sub>\n",

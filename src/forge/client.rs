@@ -15,7 +15,9 @@ use serde_json::{json, Value};
 
 use super::error::ForgeError;
 use super::pacing::{self, Pacer, MAX_WAIT};
-use super::{Forge, Target, Token};
+use super::tls::{self, Trust};
+use super::{Forge, Secret, Target};
+use crate::secret::Redactor;
 
 /// How long one request may take.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -104,34 +106,40 @@ pub struct Client {
     http: reqwest::Client,
     target: Target,
     /// `None`: requests go unauthenticated (reading a public repository).
-    token: Option<Token>,
+    token: Option<Secret>,
     /// Where the token came from, for messages.
     token_var: String,
+    /// Removes the token from every answer and error message: a forge may reflect it.
+    redactor: Redactor,
     pacer: Pacer,
 }
 
 impl Client {
     pub fn new(
         target: Target,
-        token: Token,
+        token: Secret,
         token_var: impl Into<String>,
+        trust: &Trust,
     ) -> Result<Client, ForgeError> {
-        Client::with_token(target, Some(token), token_var)
+        Client::with_token(target, Some(token), token_var, trust)
     }
 
-    /// A client with a token or none (unauthenticated requests, for reading public repositories).
+    /// A client with a token or none (unauthenticated requests, for reading public repositories), trusting
+    /// the CA bundles of `trust` besides the built-in roots.
     pub fn with_token(
         target: Target,
-        token: Option<Token>,
+        token: Option<Secret>,
         token_var: impl Into<String>,
+        trust: &Trust,
     ) -> Result<Client, ForgeError> {
-        let http = reqwest::Client::builder()
-            .timeout(REQUEST_TIMEOUT)
+        let http = trust
+            .reqwest(reqwest::Client::builder().timeout(REQUEST_TIMEOUT))?
             .build()
             .map_err(|e| ForgeError::Config(format!("cannot build the HTTP client: {e}")))?;
         Ok(Client {
             http,
             target,
+            redactor: token.as_ref().map(Secret::redactor).unwrap_or_default(),
             token,
             token_var: token_var.into(),
             pacer: Pacer::default(),
@@ -139,16 +147,20 @@ impl Client {
     }
 
     /// A client whose token comes from the forge's variables (or `var` when given).
-    pub fn from_env(target: Target, var: Option<&str>) -> Result<Client, ForgeError> {
+    pub fn from_env(
+        target: Target,
+        var: Option<&str>,
+        trust: &Trust,
+    ) -> Result<Client, ForgeError> {
         let vars: Vec<&str> = match var {
             Some(v) => vec![v],
             None => target.forge.token_vars().to_vec(),
         };
-        let (token, from) = Token::from_env(&vars).ok_or_else(|| ForgeError::NoToken {
+        let (token, from) = Secret::from_env(&vars).ok_or_else(|| ForgeError::NoToken {
             forge: target.forge.name(),
             vars: vars.join(" or "),
         })?;
-        Client::new(target, token, from)
+        Client::new(target, token, from, trust)
     }
 
     pub fn target(&self) -> &Target {
@@ -195,6 +207,10 @@ impl Client {
                 )
             }
             Forge::Gitea => format!("{}/pulls?state=open&limit=50", self.target.repo_url()),
+            Forge::GitLab => format!(
+                "{}/merge_requests?state=opened&source_branch={branch}&per_page=100",
+                self.target.repo_url()
+            ),
         };
         let list = self
             .request(Method::GET, &url, None, "listing open pull requests")
@@ -221,8 +237,13 @@ impl Client {
                 "title": if pr.draft { format!("WIP: {}", pr.title) } else { pr.title.clone() },
                 "head": pr.head, "base": pr.base, "body": pr.body,
             }),
+            // GitLab's draft is a `Draft:` title prefix.
+            Forge::GitLab => json!({
+                "title": if pr.draft { format!("Draft: {}", pr.title) } else { pr.title.clone() },
+                "source_branch": pr.head, "target_branch": pr.base, "description": pr.body,
+            }),
         };
-        let url = format!("{}/pulls", self.target.repo_url());
+        let url = format!("{}/{}", self.target.repo_url(), self.pulls());
         let v = self
             .request(
                 Method::POST,
@@ -239,16 +260,19 @@ impl Client {
         pr: PullRequest,
         body: &str,
     ) -> Result<PullRequest, ForgeError> {
-        let url = format!("{}/pulls/{}", self.target.repo_url(), pr.number);
+        let url = format!("{}/{}/{}", self.target.repo_url(), self.pulls(), pr.number);
         let action = format!("updating pull request #{}", pr.number);
-        let v = self
-            .request(Method::PATCH, &url, Some(json!({ "body": body })), &action)
-            .await?;
+        let (method, payload) = match self.target.forge {
+            Forge::GitLab => (Method::PUT, json!({ "description": body })),
+            _ => (Method::PATCH, json!({ "body": body })),
+        };
+        let v = self.request(method, &url, Some(payload), &action).await?;
         self.pull_request(&v, &action).or(Ok(pr))
     }
 
     /// The base and head of pull request `number`.
     pub async fn fetch_pr(&mut self, number: u64) -> Result<PrHead, ForgeError> {
+        self.not_on_gitlab("vouch gate --pr")?;
         let url = format!("{}/pulls/{number}", self.target.repo_url());
         let action = format!("reading pull request #{number}");
         let v = self.request(Method::GET, &url, None, &action).await?;
@@ -271,16 +295,25 @@ impl Client {
         let action = format!("reading issue #{number}");
         let v = self.request(Method::GET, &url, None, &action).await?;
         let s = |ptr: &str| v.pointer(ptr).and_then(Value::as_str).map(str::to_string);
+        // GitLab: `description`, and labels as plain names.
+        let body = match self.target.forge {
+            Forge::GitLab => s("/description"),
+            _ => s("/body"),
+        };
         Ok(Issue {
             number,
             title: s("/title").ok_or_else(|| self.protocol(&action, "no title"))?,
-            body: s("/body").unwrap_or_default(),
+            body: body.unwrap_or_default(),
             labels: v
                 .get("labels")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-                .filter_map(|l| l.get("name").and_then(Value::as_str).map(str::to_string))
+                .filter_map(|l| {
+                    l.as_str()
+                        .or_else(|| l.get("name").and_then(Value::as_str))
+                        .map(str::to_string)
+                })
                 .collect(),
         })
     }
@@ -365,7 +398,11 @@ impl Client {
 
     /// Posts a comment on issue (or pull request) `number`.
     pub async fn post_comment(&mut self, number: u64, body: &str) -> Result<(), ForgeError> {
-        let url = format!("{}/issues/{number}/comments", self.target.repo_url());
+        let comments = match self.target.forge {
+            Forge::GitLab => "notes",
+            _ => "comments",
+        };
+        let url = format!("{}/issues/{number}/{comments}", self.target.repo_url());
         self.request(
             Method::POST,
             &url,
@@ -383,6 +420,7 @@ impl Client {
         success: bool,
         description: &str,
     ) -> Result<(), ForgeError> {
+        self.not_on_gitlab("posting a commit status")?;
         let url = format!("{}/statuses/{sha}", self.target.repo_url());
         let description: String = description.chars().take(140).collect();
         let payload = json!({
@@ -408,6 +446,7 @@ impl Client {
         head_sha: &str,
         report: &str,
     ) -> Result<Sticky, ForgeError> {
+        self.not_on_gitlab("posting the report comment")?;
         let marker = format!("{STICKY_MARKER} head={head_sha} -->");
         let repo = self.target.repo_url();
         let action = format!("reading the comments of #{number}");
@@ -455,9 +494,32 @@ impl Client {
         }
     }
 
+    /// `pulls`, or GitLab's `merge_requests`.
+    fn pulls(&self) -> &'static str {
+        match self.target.forge {
+            Forge::GitLab => "merge_requests",
+            _ => "pulls",
+        }
+    }
+
+    /// The error for what vouch does on GitHub and Gitea only.
+    fn not_on_gitlab(&self, what: &str) -> Result<(), ForgeError> {
+        match self.target.forge {
+            Forge::GitLab => Err(ForgeError::Config(format!(
+                "{what} is not supported on GitLab yet (merge requests and issues are)"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     fn pull_request(&self, v: &Value, action: &str) -> Result<PullRequest, ForgeError> {
+        // GitLab: the project-local `iid`, `web_url` and `source_branch`.
+        let (number, url, head) = match self.target.forge {
+            Forge::GitLab => ("iid", "/web_url", "/source_branch"),
+            _ => ("number", "/html_url", "/head/ref"),
+        };
         let number = v
-            .get("number")
+            .get(number)
             .and_then(Value::as_u64)
             .ok_or_else(|| self.protocol(action, "no number"))?;
         let s = |ptr: &str| {
@@ -468,9 +530,9 @@ impl Client {
         };
         Ok(PullRequest {
             number,
-            url: s("/html_url"),
+            url: s(url),
             title: s("/title"),
-            head: s("/head/ref"),
+            head: s(head),
         })
     }
 
@@ -478,7 +540,7 @@ impl Client {
         ForgeError::Protocol {
             forge: self.target.forge.name(),
             action: action.to_string(),
-            reason: reason.to_string(),
+            reason: self.redactor.text(reason),
         }
     }
 
@@ -503,29 +565,42 @@ impl Client {
                 .request(method.clone(), url)
                 .header(USER_AGENT, concat!("vouch/", env!("CARGO_PKG_VERSION")));
             if let Some(token) = &self.token {
-                let auth = match self.target.forge {
-                    Forge::GitHub => format!("Bearer {}", token.reveal()),
-                    Forge::Gitea => format!("token {}", token.reveal()),
+                req = match self.target.forge {
+                    Forge::GitHub => {
+                        req.header(AUTHORIZATION, format!("Bearer {}", token.reveal()))
+                    }
+                    Forge::Gitea => req.header(AUTHORIZATION, format!("token {}", token.reveal())),
+                    Forge::GitLab => req.header("PRIVATE-TOKEN", token.reveal()),
                 };
-                req = req.header(AUTHORIZATION, auth);
             }
             req = match self.target.forge {
                 Forge::GitHub => req
                     .header(ACCEPT, "application/vnd.github+json")
                     .header("X-GitHub-Api-Version", "2022-11-28"),
-                Forge::Gitea => req.header(ACCEPT, "application/json"),
+                Forge::Gitea | Forge::GitLab => req.header(ACCEPT, "application/json"),
             };
             if let Some(b) = &body {
                 req = req.json(b);
             }
             tracing::debug!(%method, url, "{forge} request");
             self.pacer.sent(write, Instant::now());
-            let resp = req.send().await.map_err(|e| ForgeError::Network {
-                forge,
-                api: self.target.api.clone(),
-                action: action.to_string(),
-                reason: e.without_url().to_string(),
-            })?;
+            let resp = req
+                .send()
+                .await
+                .map_err(|e| match tls::certificate_problem(&e) {
+                    Some(reason) => ForgeError::Certificate {
+                        forge,
+                        api: self.target.api.clone(),
+                        action: action.to_string(),
+                        reason,
+                    },
+                    None => ForgeError::Network {
+                        forge,
+                        api: self.target.api.clone(),
+                        action: action.to_string(),
+                        reason: e.without_url().to_string(),
+                    },
+                })?;
             let status = resp.status().as_u16();
             let wait = header_wait(status, resp.headers());
             if let Some(w) = wait {
@@ -541,8 +616,10 @@ impl Client {
                 if text.trim().is_empty() {
                     return Ok(Value::Null);
                 }
-                return serde_json::from_str(&text)
-                    .map_err(|e| self.protocol(action, &format!("not JSON: {e}")));
+                let mut answer: Value = serde_json::from_str(&text)
+                    .map_err(|e| self.protocol(action, &format!("not JSON: {e}")))?;
+                self.redactor.value(&mut answer);
+                return Ok(answer);
             }
             let retryable = matches!(status, 403 | 429) && wait.is_some_and(|w| w <= MAX_WAIT);
             if attempt == 0 && retryable {
@@ -555,7 +632,7 @@ impl Client {
 
     fn status_error(&self, status: u16, text: &str, action: &str) -> ForgeError {
         let forge = self.target.forge.name();
-        let message = error_message(text);
+        let message = self.redactor.text(&error_message(text));
         let repo = format!("{}/{}", self.target.owner, self.target.repo);
         match status {
             401 => ForgeError::Unauthorized {
@@ -568,6 +645,7 @@ impl Client {
                         "classic: repo; fine-grained: contents and pull requests, read and write"
                     }
                     Forge::Gitea => "write:repository",
+                    Forge::GitLab => "api",
                 };
                 let said = if message.is_empty() {
                     String::new()

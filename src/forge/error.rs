@@ -49,6 +49,15 @@ pub enum ForgeError {
         action: String,
         reason: String,
     },
+    /// The forge's TLS certificate is not one vouch trusts (an unknown CA, a self-signed certificate, a
+    /// name that does not match).
+    #[error("cannot trust {forge} at {api} ({action}): its TLS certificate failed verification: {reason}; {hint}", hint = super::tls::UNTRUSTED_HINT)]
+    Certificate {
+        forge: &'static str,
+        api: String,
+        action: String,
+        reason: String,
+    },
     /// The answer was not what the API documents.
     #[error("{forge} answered {action} with something unexpected: {reason}")]
     Protocol {

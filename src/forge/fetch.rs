@@ -1,8 +1,9 @@
 //! Fetching a pull request's base and head into the user's repository without touching its checkout, index,
 //! branches or status: the objects land under vouch's own refs, `refs/vouch/pr/N/{base,head}`, through an
 //! anonymous remote (no remote-tracking ref moves, no `FETCH_HEAD`, no tags). The head comes from the
-//! pull request's ref (`refs/pull/N/head`) in the base repository, or for a fork from the fork's clone URL,
-//! which is fetched without the token: it is a URL the forge's answer chose.
+//! pull request's ref (`refs/pull/N/head`) in the base repository, or for a fork from the fork's clone URL.
+//! The fork gets the token (a private fork asks for it) only when it is on the base remote's host: the URL
+//! is one the forge's answer chose, and the token is never sent anywhere else.
 
 use std::cell::Cell;
 use std::path::Path;
@@ -36,6 +37,7 @@ pub fn fetch_pr(
     pr: &PrHead,
     creds: &Credentials,
 ) -> Result<Fetched, PushError> {
+    creds.trust.install_for_git().map_err(PushError::CaBundle)?;
     let repo = Repository::open(repo_dir)?;
     let url = open_remote(&repo, remote)?
         .url()
@@ -82,18 +84,40 @@ fn fetch_both(
     }
     fetch(repo, url, &specs, creds)?;
     if let Some(fork) = fork {
-        let anonymous = Credentials {
-            token: None,
-            user: creds.user.clone(),
+        // A private fork asks for the token; it goes only to the host the token is for.
+        let fork_creds = if same_host(url, fork) {
+            creds.clone()
+        } else {
+            Credentials {
+                token: None,
+                ..creds.clone()
+            }
         };
         fetch(
             repo,
             fork,
             &[format!("+refs/heads/{}:{head_ref}", pr.head_ref)],
-            &anonymous,
+            &fork_creds,
         )?;
     }
     Ok(())
+}
+
+/// Whether `fork` is on the host (and port) of the base remote `base`, reached over HTTPS or the base's own
+/// scheme: only then may the token go with it.
+fn same_host(base: &str, fork: &str) -> bool {
+    let origin = |url: &str| -> Option<(String, String)> {
+        let (scheme, rest) = url.split_once("://")?;
+        let authority = rest.split('/').next()?;
+        let host = authority.rsplit('@').next()?;
+        Some((scheme.to_ascii_lowercase(), host.to_ascii_lowercase()))
+    };
+    match (origin(base), origin(fork)) {
+        (Some((bs, bh)), Some((fs, fh))) => {
+            !bh.is_empty() && bh == fh && (fs == "https" || fs == bs) && fs != "file"
+        }
+        _ => false,
+    }
 }
 
 /// The fetched revisions: the forge's head when its commit is here, and the merge base with the base tip.
@@ -144,4 +168,31 @@ fn fetch(
     remote.disconnect()?;
     remote.update_tips(None, RemoteUpdateFlags::empty(), AutotagOption::None, None)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::same_host;
+
+    #[test]
+    fn the_token_goes_to_a_fork_only_on_the_base_remotes_host() {
+        let base = "https://git.example:3000/o/r.git";
+        assert!(same_host(base, "https://git.example:3000/fork/r.git"));
+        assert!(same_host(base, "https://user@GIT.example:3000/fork/r"));
+        assert!(
+            !same_host(base, "https://git.example/fork/r.git"),
+            "another port"
+        );
+        assert!(!same_host(base, "https://evil.example:3000/fork/r.git"));
+        assert!(
+            !same_host(base, "http://git.example:3000/fork/r.git"),
+            "no downgrade"
+        );
+        assert!(same_host(
+            "http://127.0.0.1:9/o/r",
+            "http://127.0.0.1:9/f/r"
+        ));
+        assert!(!same_host("/srv/git/r.git", "/srv/git/fork.git"));
+        assert!(!same_host("file:///srv/r.git", "file:///srv/fork.git"));
+    }
 }

@@ -1,7 +1,8 @@
 //! Forges: where a pushed branch becomes a pull request. Which forge and repository a remote belongs to
-//! ([`Target`], from its URL or from explicit settings), the token from the environment ([`Token`], never
+//! ([`Target`], from its URL or from explicit settings), the token from the environment (a [`Secret`], never
 //! printed), the REST clients of GitHub and Gitea/Forgejo ([`client`]), the pull-request body ([`body`]), the
-//! pacing under the forges' rate limits ([`pacing`]), the typed errors ([`error`]) and the push ([`push`]).
+//! pacing under the forges' rate limits ([`pacing`]), the typed errors ([`error`]), the push ([`push`]) and
+//! the certificate authorities trusted over HTTPS ([`tls`]).
 
 pub mod body;
 pub mod client;
@@ -9,17 +10,21 @@ pub mod error;
 pub mod fetch;
 pub mod pacing;
 pub mod push;
-
-use std::fmt;
+pub mod tls;
 
 pub use client::{Client, PrHead, PullRequest};
 pub use error::ForgeError;
+
+pub use crate::secret::Secret;
 
 /// The room the sticky comment's marker (with a head sha) takes in a body.
 pub const STICKY_MARKER_ROOM: usize = 80;
 
 /// The GitHub API of github.com.
 pub const GITHUB_API: &str = "https://api.github.com";
+
+/// The GitLab API of gitlab.com.
+pub const GITLAB_API: &str = "https://gitlab.com/api/v4";
 
 /// A forge's kind: its API paths, its auth header and its conventions (drafts) differ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
@@ -29,6 +34,11 @@ pub enum Forge {
     GitHub,
     /// Gitea and Forgejo share one API.
     Gitea,
+    /// GitLab: merge requests (`vouch pr`, `vouch run --open-pr`) and issues; `vouch gate --pr` is GitHub's
+    /// and Gitea's only.
+    #[value(name = "gitlab")]
+    #[serde(rename = "gitlab")]
+    GitLab,
 }
 
 impl Forge {
@@ -36,6 +46,7 @@ impl Forge {
         match self {
             Forge::GitHub => "github",
             Forge::Gitea => "gitea",
+            Forge::GitLab => "gitlab",
         }
     }
 
@@ -44,6 +55,7 @@ impl Forge {
         match self {
             Forge::GitHub => &["GITHUB_TOKEN", "GH_TOKEN"],
             Forge::Gitea => &["GITEA_TOKEN"],
+            Forge::GitLab => &["GITLAB_TOKEN"],
         }
     }
 
@@ -51,7 +63,7 @@ impl Forge {
     pub fn git_user(self) -> &'static str {
         match self {
             Forge::GitHub => "x-access-token",
-            Forge::Gitea => "oauth2",
+            Forge::Gitea | Forge::GitLab => "oauth2",
         }
     }
 }
@@ -156,6 +168,7 @@ impl Target {
         let forge = match (explicit.forge, &parsed) {
             (Some(f), _) => f,
             (None, Some((host, _, _))) if host == "github.com" => Forge::GitHub,
+            (None, Some((host, _, _))) if host.contains("gitlab") => Forge::GitLab,
             (None, Some((host, _, _)))
                 if host == "codeberg.org" || host.contains("gitea") || host.contains("forgejo") =>
             {
@@ -163,7 +176,7 @@ impl Target {
             }
             _ => {
                 return Err(ForgeError::Config(format!(
-                    "cannot tell the forge from the remote {}; say --forge github|gitea",
+                    "cannot tell the forge from the remote {}; say --forge github|gitea|gitlab",
                     remote_url
                         .map_or_else(|| "(none)".to_string(), |u| format!("`{}`", redact_url(u)))
                 )))
@@ -185,11 +198,13 @@ impl Target {
                 Forge::GitHub if host == "github.com" => GITHUB_API.to_string(),
                 Forge::GitHub => format!("https://{host}/api/v3"),
                 Forge::Gitea => format!("https://{host}/api/v1"),
+                Forge::GitLab => format!("https://{host}/api/v4"),
             },
             (None, None) if forge == Forge::GitHub => GITHUB_API.to_string(),
+            (None, None) if forge == Forge::GitLab => GITLAB_API.to_string(),
             (None, None) => {
                 return Err(ForgeError::Config(
-                    "cannot tell the Gitea server from the remote; say --api-url URL".into(),
+                    "cannot tell the forge's server from the remote; say --api-url URL".into(),
                 ))
             }
         };
@@ -201,17 +216,22 @@ impl Target {
         })
     }
 
-    /// `/repos/OWNER/REPO` under the API base.
+    /// `/repos/OWNER/REPO` under the API base (GitLab: `/projects/OWNER%2FREPO`).
     pub fn repo_url(&self) -> String {
-        format!("{}/repos/{}/{}", self.api, self.owner, self.repo)
+        match self.forge {
+            Forge::GitLab => format!("{}/projects/{}%2F{}", self.api, self.owner, self.repo),
+            _ => format!("{}/repos/{}/{}", self.api, self.owner, self.repo),
+        }
     }
 }
 
-/// The API base an `--api-url` names: as given for GitHub, with `/api/v1` for Gitea unless it has it.
+/// The API base an `--api-url` names: as given for GitHub, with `/api/v1` for Gitea and `/api/v4` for
+/// GitLab unless it has it.
 fn api_base(forge: Forge, url: &str) -> String {
     let url = url.trim_end_matches('/');
     match forge {
         Forge::Gitea if !url.ends_with("/api/v1") => format!("{url}/api/v1"),
+        Forge::GitLab if !url.ends_with("/api/v4") => format!("{url}/api/v4"),
         _ => url.to_string(),
     }
 }
@@ -229,44 +249,6 @@ pub fn redact_url(url: &str) -> String {
             }
         }
         None => url.to_string(),
-    }
-}
-
-/// An API token. It is never printed: `Debug` and `Display` show `***`, and only [`Token::reveal`] gives
-/// the text, for the auth header and the credential callback.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Token(String);
-
-impl Token {
-    pub fn new(text: impl Into<String>) -> Token {
-        Token(text.into())
-    }
-
-    /// The token from the first of `vars` that is set and not empty, with the variable's name.
-    pub fn from_env(vars: &[&str]) -> Option<(Token, String)> {
-        vars.iter().find_map(|v| {
-            std::env::var(v)
-                .ok()
-                .map(|t| t.trim().to_string())
-                .filter(|t| !t.is_empty())
-                .map(|t| (Token(t), v.to_string()))
-        })
-    }
-
-    pub fn reveal(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Token {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Token(***)")
-    }
-}
-
-impl fmt::Display for Token {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
     }
 }
 
@@ -310,6 +292,16 @@ mod tests {
         };
         let t = Target::resolve(Some("https://ghe.example/o/r"), &explicit).unwrap();
         assert_eq!(t.repo_url(), "https://ghe.example/api/v3/repos/o/r");
+        let t = Target::resolve(Some("git@gitlab.com:g/p.git"), &Explicit::default()).unwrap();
+        assert_eq!(t.forge, Forge::GitLab);
+        assert_eq!(t.repo_url(), "https://gitlab.com/api/v4/projects/g%2Fp");
+        let explicit = Explicit {
+            forge: Some(Forge::GitLab),
+            repo: Some("g/p".into()),
+            api_url: Some("http://127.0.0.1:9".into()),
+        };
+        let t = Target::resolve(None, &explicit).unwrap();
+        assert_eq!(t.repo_url(), "http://127.0.0.1:9/api/v4/projects/g%2Fp");
         let err =
             Target::resolve(Some("https://git.example/o/r"), &Explicit::default()).unwrap_err();
         assert!(err.to_string().contains("--forge"), "{err}");
@@ -347,8 +339,8 @@ mod tests {
 
     #[test]
     fn tokens_and_urls_never_show_secrets() {
-        let t = Token::new("s3cret");
-        assert_eq!(format!("{t} {t:?}"), "*** Token(***)");
+        let t = Secret::new("s3cret");
+        assert_eq!(format!("{t} {t:?}"), "<redacted> Secret(<redacted>)");
         assert_eq!(redact_url("https://u:s3cret@h/o/r"), "https://h/o/r");
         assert_eq!(redact_url("https://h"), "https://h");
     }

@@ -12,15 +12,18 @@ use git2::{
 };
 use thiserror::Error;
 
-use super::{redact_url, Token};
+use super::tls::{Trust, UNTRUSTED_HINT};
+use super::{redact_url, Secret};
 
 /// The credentials a push may use.
 #[derive(Clone, Debug, Default)]
 pub struct Credentials {
     /// The token and the variable it came from (for messages).
-    pub token: Option<(Token, String)>,
+    pub token: Option<(Secret, String)>,
     /// The user name sent with the token when the URL has none.
     pub user: String,
+    /// The CA bundles trusted over HTTPS besides OpenSSL's defaults.
+    pub trust: Trust,
 }
 
 /// What a push did.
@@ -55,6 +58,12 @@ pub enum PushError {
     /// The remote asked for credentials vouch does not have or it refused them.
     #[error("{0}")]
     Auth(String),
+    /// The remote's TLS certificate is not trusted (an unknown CA, a self-signed certificate, another name).
+    #[error("the remote's TLS certificate failed verification ({0}); {hint}", hint = UNTRUSTED_HINT)]
+    Certificate(String),
+    /// A CA bundle the settings name cannot be used.
+    #[error("{0}")]
+    CaBundle(String),
     /// The remote could not be reached: DNS, connection, TLS or SSH transport.
     #[error("cannot reach the remote: {0}")]
     Network(String),
@@ -72,6 +81,7 @@ pub fn push(
     remote_branch: &str,
     creds: &Credentials,
 ) -> Result<Pushed, PushError> {
+    creds.trust.install_for_git().map_err(PushError::CaBundle)?;
     let repo = Repository::open(repo_dir)?;
     let local = repo
         .find_branch(branch, git2::BranchType::Local)
@@ -159,6 +169,9 @@ pub fn remote_url(repo_dir: &Path, remote: &str) -> Option<String> {
 /// (libgit2 reports a refused connection as an OS error, so an OS error of a networked remote counts too.)
 pub(super) fn classify(e: git2::Error, networked: bool) -> PushError {
     use git2::ErrorClass;
+    if e.code() == git2::ErrorCode::Certificate {
+        return PushError::Certificate(redact_message(e.message()));
+    }
     match e.class() {
         ErrorClass::Net | ErrorClass::Ssl | ErrorClass::Ssh | ErrorClass::Http => {
             PushError::Network(redact_message(e.message()))
@@ -266,12 +279,26 @@ mod tests {
         );
         assert!(matches!(classify(os, false), PushError::Git(_)));
         let ssl = git2::Error::new(
+            git2::ErrorCode::GenericError,
+            git2::ErrorClass::Ssl,
+            "handshake failed for https://u:s3cret@h/o/r",
+        );
+        match classify(ssl, true) {
+            PushError::Network(m) => assert_eq!(m, "handshake failed for https://h/o/r"),
+            other => panic!("{other:?}"),
+        }
+        // A certificate libgit2 does not trust is its own error, with the way to trust it.
+        let cert = git2::Error::new(
             git2::ErrorCode::Certificate,
             git2::ErrorClass::Ssl,
             "bad cert for https://u:s3cret@h/o/r",
         );
-        match classify(ssl, true) {
-            PushError::Network(m) => assert_eq!(m, "bad cert for https://h/o/r"),
+        match classify(cert, true) {
+            e @ PushError::Certificate(_) => {
+                let m = e.to_string();
+                assert!(m.contains("bad cert for https://h/o/r"), "{m}");
+                assert!(m.contains("--ca-file") && !m.contains("s3cret"), "{m}");
+            }
             other => panic!("{other:?}"),
         }
     }

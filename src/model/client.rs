@@ -13,9 +13,9 @@ use serde_json::{json, Map, Value};
 
 use super::constrained;
 use super::error::{classify, ModelError};
-use super::redact::Redactor;
 use super::wire::{parse_response, Accumulator, RawReply, SseLines};
 use super::{ChatRequest, ChatTurn, Mode, ModelConfig, ServerKind, ToolCall, ToolMode};
+use crate::secret::{Redactor, Secret};
 use crate::toolcall::{recover, recover_with, Format, Message, NativeCall, ToolSpec};
 
 /// A request body: the fields as JSON, and the constrained mode's schema typed to keep its key order.
@@ -36,15 +36,6 @@ pub struct ServerInfo {
     pub supports_tools: Option<bool>,
     /// The context size per slot, when the server says.
     pub n_ctx: Option<u64>,
-}
-
-/// The API key. Its `Debug` shows nothing of it.
-struct ApiKey(String);
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
-    }
 }
 
 /// Replies in a row without a readable call after which `auto` leaves the native mode for the constrained
@@ -81,7 +72,7 @@ impl From<ModelError> for Failure {
 pub struct Client {
     http: reqwest::Client,
     cfg: ModelConfig,
-    key: Option<ApiKey>,
+    key: Option<Secret>,
     /// Removes the key from everything that comes back.
     redactor: Redactor,
     chat_url: String,
@@ -141,7 +132,7 @@ impl Client {
         let key = match &cfg.api_key_env {
             None => None,
             Some(name) => match env(name) {
-                Some(v) if !v.trim().is_empty() => Some(ApiKey(v.trim().to_string())),
+                Some(v) if !v.trim().is_empty() => Some(Secret::new(v.trim())),
                 _ => {
                     return Err(ModelError::Config {
                         message: format!(
@@ -170,7 +161,7 @@ impl Client {
             }),
             ServerKind::Other => Some(ServerInfo::default()),
         };
-        let redactor = Redactor::new(key.as_ref().map(|k| k.0.as_str()));
+        let redactor = key.as_ref().map(Secret::redactor).unwrap_or_default();
         Ok(Client {
             http,
             redactor,
@@ -220,7 +211,7 @@ impl Client {
 
     fn authorized(&self, rb: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         match &self.key {
-            Some(k) => rb.bearer_auth(&k.0),
+            Some(k) => rb.bearer_auth(k.reveal()),
             None => rb,
         }
     }
@@ -587,7 +578,7 @@ impl Client {
     /// The error without the key in any of its texts.
     fn scrub(&self, error: ModelError) -> ModelError {
         match &self.key {
-            Some(k) => error.redacted(&k.0),
+            Some(k) => error.redacted(k.reveal()),
             None => error,
         }
     }

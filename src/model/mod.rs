@@ -29,7 +29,6 @@
 mod client;
 mod constrained;
 mod error;
-pub mod redact;
 mod wire;
 
 use std::time::Duration;
@@ -37,10 +36,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+pub use crate::secret::Redactor;
 pub use client::{Client, ServerInfo};
 pub use constrained::{response_format, ResponseFormat};
 pub use error::ModelError;
-pub use redact::Redactor;
 
 /// The endpoint when neither a flag, `VOUCH_ENDPOINT` nor `vouch.toml` names one: a local llama-server.
 pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:8080";

@@ -14,6 +14,7 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
+use crate::util::tls::TestCa;
 use crate::util::{git_env, Repo, Run};
 
 pub(super) const TOKEN: &str = "vouch-fake-token-5e1f9a2c";
@@ -24,6 +25,8 @@ pub(super) struct Seen {
     pub method: String,
     pub path: String,
     pub auth: Option<String>,
+    /// GitLab's `PRIVATE-TOKEN` header.
+    pub private_token: Option<String>,
     pub json: Value,
 }
 
@@ -39,6 +42,8 @@ pub(super) struct ForgeState {
     pub issues: HashMap<u64, Value>,
     /// Comments on issues and pull requests: `{id, issue, body}`.
     pub comments: Vec<Value>,
+    /// The next creating request of a pull request gets `429 Too Many Requests` with this `Retry-After`.
+    pub rate_limit_once: Option<u64>,
 }
 
 /// A scripted forge API on a local port: GitHub's paths, or Gitea's under `/api/v1`.
@@ -49,11 +54,20 @@ pub(super) struct FakeForge {
 
 impl FakeForge {
     pub(super) fn start() -> FakeForge {
+        FakeForge::start_on(None)
+    }
+
+    /// The forge over HTTPS, with a certificate `ca` signed.
+    pub(super) fn start_tls(ca: &TestCa) -> FakeForge {
+        FakeForge::start_on(Some(ca))
+    }
+
+    fn start_on(ca: Option<&TestCa>) -> FakeForge {
         let state = Arc::new(Mutex::new(ForgeState::default()));
         let app = axum::Router::new()
             .fallback(forge_handler)
             .with_state(state.clone());
-        let url = serve(app);
+        let url = crate::util::tls::serve_in_thread(app, ca);
         FakeForge { url, state }
     }
 
@@ -68,20 +82,7 @@ impl FakeForge {
 
 /// Serves `app` on a free local port from a thread of its own; the URL.
 pub(super) fn serve(app: axum::Router) -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    url
+    crate::util::tls::serve_in_thread(app, None)
 }
 
 async fn forge_handler(
@@ -93,6 +94,18 @@ async fn forge_handler(
 ) -> Response {
     let mut st = state.lock().unwrap();
     let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    // A forge that reflects what it was sent: `@AUTH@` in an issue or an error message becomes the
+    // request's `Authorization` header.
+    if let Some(auth) = headers.get("authorization").and_then(|v| v.to_str().ok()) {
+        let reflect =
+            |v: &Value| serde_json::from_str(&v.to_string().replace("@AUTH@", auth)).unwrap();
+        for issue in st.issues.values_mut() {
+            *issue = reflect(issue);
+        }
+        if let Some((_, message)) = &mut st.fail {
+            *message = message.replace("@AUTH@", auth);
+        }
+    }
     let full = uri
         .path_and_query()
         .map(|p| p.to_string())
@@ -103,8 +116,17 @@ async fn forge_handler(
         auth: headers
             .get("authorization")
             .map(|v| v.to_str().unwrap().to_string()),
+        private_token: headers
+            .get("private-token")
+            .map(|v| v.to_str().unwrap().to_string()),
         json: json.clone(),
     });
+    if let Some(rest) = uri
+        .path()
+        .strip_prefix("/api/v4/projects/o%2Fr/merge_requests")
+    {
+        return gitlab_merge_requests(&mut st, method.as_str(), rest, uri.query(), &json);
+    }
     let path = uri.path().trim_start_matches("/api/v1");
     if let Some(answer) = issues_and_statuses(&mut st, method.as_str(), path, &json) {
         return answer;
@@ -117,6 +139,14 @@ async fn forge_handler(
             .into_response();
     };
     if method != Method::GET {
+        if let Some(secs) = st.rate_limit_once.take() {
+            return (
+                StatusCode::TOO_MANY_REQUESTS,
+                [("retry-after", secs.to_string())],
+                axum::Json(json!({"message": "You have exceeded a secondary rate limit."})),
+            )
+                .into_response();
+        }
         if let Some((status, message)) = st.fail.clone() {
             let status = StatusCode::from_u16(status).unwrap();
             return (status, axum::Json(json!({"message": message}))).into_response();
@@ -152,6 +182,50 @@ async fn forge_handler(
             let pr = st.prs.iter_mut().find(|p| p["number"] == n).unwrap();
             pr["body"] = json["body"].clone();
             axum::Json(pr.clone()).into_response()
+        }
+        _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+    }
+}
+
+/// GitLab's merge requests: listed by source branch, opened, their description replaced.
+fn gitlab_merge_requests(
+    st: &mut ForgeState,
+    method: &str,
+    rest: &str,
+    query: Option<&str>,
+    json: &Value,
+) -> Response {
+    match (method, rest) {
+        ("GET", "") => {
+            let branch = query
+                .unwrap_or("")
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("source_branch="))
+                .unwrap_or("");
+            let open: Vec<Value> = st
+                .prs
+                .iter()
+                .filter(|m| m["source_branch"] == branch)
+                .cloned()
+                .collect();
+            axum::Json(Value::Array(open)).into_response()
+        }
+        ("POST", "") => {
+            let iid = st.prs.len() as u64 + 1;
+            let mr = json!({
+                "id": 1000 + iid, "iid": iid,
+                "web_url": format!("https://gitlab.example/o/r/-/merge_requests/{iid}"),
+                "title": json["title"], "description": json["description"],
+                "source_branch": json["source_branch"], "target_branch": json["target_branch"],
+            });
+            st.prs.push(mr.clone());
+            (StatusCode::CREATED, axum::Json(mr)).into_response()
+        }
+        ("PUT", n) => {
+            let iid: u64 = n.trim_start_matches('/').parse().unwrap();
+            let mr = st.prs.iter_mut().find(|m| m["iid"] == iid).unwrap();
+            mr["description"] = json["description"].clone();
+            axum::Json(mr.clone()).into_response()
         }
         _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
     }
@@ -288,7 +362,11 @@ impl Fixture {
             forge,
             kind,
             extra,
-            &[("GITHUB_TOKEN", TOKEN), ("GITEA_TOKEN", TOKEN)],
+            &[
+                ("GITHUB_TOKEN", TOKEN),
+                ("GITEA_TOKEN", TOKEN),
+                ("GITLAB_TOKEN", TOKEN),
+            ],
         )
     }
 
@@ -310,12 +388,17 @@ impl Fixture {
         args.extend_from_slice(extra);
         let run = self.repo.vouch_env(
             &args,
-            &[("GH_TOKEN", ""), ("GITHUB_TOKEN", ""), ("GITEA_TOKEN", "")]
-                .iter()
-                .copied()
-                .filter(|(k, _)| !env.iter().any(|(e, _)| e == k))
-                .chain(env.iter().copied())
-                .collect::<Vec<_>>(),
+            &[
+                ("GH_TOKEN", ""),
+                ("GITHUB_TOKEN", ""),
+                ("GITEA_TOKEN", ""),
+                ("GITLAB_TOKEN", ""),
+            ]
+            .iter()
+            .copied()
+            .filter(|(k, _)| !env.iter().any(|(e, _)| e == k))
+            .chain(env.iter().copied())
+            .collect::<Vec<_>>(),
         );
         assert_no_token(&run);
         run
@@ -563,7 +646,7 @@ fn the_lease_refuses_to_overwrite_commits_vouch_did_not_make() {
 }
 
 /// Basic auth as git sends it for the token.
-fn basic(user: &str, password: &str) -> String {
+pub(super) fn basic(user: &str, password: &str) -> String {
     const ABC: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let bytes = format!("{user}:{password}").into_bytes();
     let mut out = String::new();
@@ -585,12 +668,29 @@ fn basic(user: &str, password: &str) -> String {
     format!("Basic {out}")
 }
 
+/// Every request a [`GitServer`] saw: its path and query, and whether it was authorised.
+pub(super) type GitLog = Arc<Mutex<Vec<(String, bool)>>>;
+
 #[derive(Clone)]
-struct GitServer {
-    root: PathBuf,
-    expected: String,
-    /// Every request: its path and query, and whether it was authorised.
-    log: Arc<Mutex<Vec<(String, bool)>>>,
+pub(super) struct GitServer {
+    pub root: PathBuf,
+    pub expected: String,
+    pub log: GitLog,
+}
+
+impl GitServer {
+    /// `git http-backend` for the repositories under `root`, behind basic auth with the token; over TLS
+    /// with `ca`'s certificate when given. The URL (repositories are under `/git/`) and the request log.
+    pub(super) fn start(root: &Path, ca: Option<&TestCa>) -> (String, GitLog) {
+        let srv = GitServer {
+            root: root.to_path_buf(),
+            expected: basic("x-access-token", TOKEN),
+            log: Arc::new(Mutex::new(Vec::new())),
+        };
+        let log = srv.log.clone();
+        let app = axum::Router::new().fallback(git_handler).with_state(srv);
+        (crate::util::tls::serve_in_thread(app, ca), log)
+    }
 }
 
 /// `git http-backend` as CGI behind basic auth.
@@ -679,14 +779,7 @@ async fn git_handler(
 #[test]
 fn push_over_smart_http_sends_the_token_through_the_credential_callback() {
     let f = fixture();
-    let srv = GitServer {
-        root: f.repo.tmp.path().to_path_buf(),
-        expected: basic("x-access-token", TOKEN),
-        log: Arc::new(Mutex::new(Vec::new())),
-    };
-    let log = srv.log.clone();
-    let app = axum::Router::new().fallback(git_handler).with_state(srv);
-    let url = serve(app);
+    let (url, log) = GitServer::start(f.repo.tmp.path(), None);
     f.repo.git(&[
         "remote",
         "set-url",
@@ -772,4 +865,235 @@ fn https_and_ssh_remotes_are_pushed_through_tls_and_ssh_transports() {
         );
     }
     assert!(forge.seen().is_empty(), "no pull request without a push");
+}
+
+#[test]
+fn a_forge_behind_a_private_ca_is_trusted_only_with_its_ca_bundle() {
+    let f = fixture();
+    let ca = TestCa::new(&f.repo.tmp.path().join("tls"));
+    let forge = FakeForge::start_tls(&ca);
+    assert!(forge.url.starts_with("https://127.0.0.1:"), "{}", forge.url);
+    let no_bundle = [
+        ("GITHUB_TOKEN", TOKEN),
+        ("GITEA_TOKEN", TOKEN),
+        ("SSL_CERT_FILE", ""),
+    ];
+
+    // Not trusted: the certificate problem is named, with the way out; nothing reached the forge.
+    let run = f.pr_env(&forge, "github", &[], &no_bundle);
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains("cannot trust github at https://127.0.0.1")
+            && run.stderr.contains("certificate")
+            && run.stderr.contains("UnknownIssuer")
+            && run.stderr.contains("--ca-file")
+            && run.stderr.contains("SSL_CERT_FILE"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("pr.md"),
+        "the body is kept: {}",
+        run.stderr
+    );
+    assert!(forge.seen().is_empty(), "{:?}", forge.seen());
+
+    // --ca-file: trusted, the pull request is opened.
+    let ca_file = ca.ca.to_str().unwrap();
+    let run = f.pr_env(&forge, "github", &["--ca-file", ca_file], &no_bundle);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("opened pull request #1"),
+        "{}",
+        run.stdout
+    );
+
+    // SSL_CERT_FILE: trusted too, the open one is updated.
+    let run = f.pr_env(
+        &forge,
+        "github",
+        &[],
+        &[("GITHUB_TOKEN", TOKEN), ("SSL_CERT_FILE", ca_file)],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("updated the body of pull request #1"),
+        "{}",
+        run.stdout
+    );
+
+    // `ca_file` in the user's own vouch.toml: trusted (Gitea this time, the same server answers).
+    let xdg = f.repo.tmp.path().join("xdg");
+    std::fs::create_dir_all(xdg.join("vouch")).unwrap();
+    std::fs::write(
+        xdg.join("vouch/vouch.toml"),
+        format!("[forge]\nca_file = \"{ca_file}\"\n"),
+    )
+    .unwrap();
+    let run = f.pr_env(
+        &forge,
+        "gitea",
+        &[],
+        &[
+            ("GITEA_TOKEN", TOKEN),
+            ("SSL_CERT_FILE", ""),
+            ("XDG_CONFIG_HOME", xdg.to_str().unwrap()),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(files_with_token(f.repo.tmp.path()), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn push_over_https_with_a_private_ca_needs_its_ca_bundle() {
+    let f = fixture();
+    let ca = TestCa::new(&f.repo.tmp.path().join("tls"));
+    let (url, log) = GitServer::start(f.repo.tmp.path(), Some(&ca));
+    assert!(url.starts_with("https://"), "{url}");
+    f.repo.git(&[
+        "remote",
+        "set-url",
+        "origin",
+        &format!("{url}/git/remote.git"),
+    ]);
+    let forge = FakeForge::start();
+    let no_bundle = [("GITHUB_TOKEN", TOKEN), ("SSL_CERT_FILE", "")];
+
+    let run = f.pr_env(&forge, "github", &[], &no_bundle);
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("TLS certificate failed verification")
+            && run.stderr.contains("--ca-file"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("cannot reach the remote"),
+        "a certificate problem is not a network one: {}",
+        run.stderr
+    );
+    assert!(log.lock().unwrap().is_empty(), "no request got through TLS");
+    assert!(forge.seen().is_empty(), "no pull request without a push");
+
+    let ca_file = ca.ca.to_str().unwrap();
+    let run = f.pr_env(&forge, "github", &["--ca-file", ca_file], &no_bundle);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        f.remote_sha("vouch/t"),
+        f.repo.git(&["rev-parse", "vouch/t"])
+    );
+    assert!(
+        log.lock()
+            .unwrap()
+            .iter()
+            .any(|(u, ok)| *ok && u.contains("git-receive-pack")),
+        "{:?}",
+        log.lock().unwrap()
+    );
+    assert_eq!(files_with_token(f.repo.tmp.path()), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn a_configured_token_variable_is_used_and_a_rate_limit_is_waited_out_once() {
+    let f = fixture();
+    let forge = FakeForge::start();
+    forge.state.lock().unwrap().rate_limit_once = Some(2);
+    let started = std::time::Instant::now();
+    let run = f.pr_env(
+        &forge,
+        "github",
+        &["--token-env", "MY_FORGE_TOKEN"],
+        &[("MY_FORGE_TOKEN", TOKEN)],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("opened pull request #1"),
+        "{}",
+        run.stdout
+    );
+    let posts: Vec<Seen> = forge
+        .seen()
+        .into_iter()
+        .filter(|s| s.method == "POST")
+        .collect();
+    assert_eq!(posts.len(), 2, "one refused, one retried: {posts:?}");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(2),
+        "Retry-After was not honoured: {:?}",
+        started.elapsed()
+    );
+    let bearer = format!("Bearer {TOKEN}");
+    assert!(posts
+        .iter()
+        .all(|p| p.auth.as_deref() == Some(bearer.as_str())));
+    assert_eq!(forge.state.lock().unwrap().prs.len(), 1);
+
+    // The variable named but not set: said, with its name.
+    let run = f.pr_env(&forge, "github", &["--token-env", "MY_FORGE_TOKEN"], &[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("no token for github: set MY_FORGE_TOKEN"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn gitlab_merge_requests_are_opened_as_drafts_then_updated_with_a_private_token() {
+    let f = fixture();
+    let forge = FakeForge::start();
+    let run = f.pr(&forge, "gitlab", &["--draft", "--title", "Try"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("opened pull request #1"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        f.remote_sha("vouch/t"),
+        f.repo.git(&["rev-parse", "vouch/t"])
+    );
+    let seen = forge.seen();
+    assert_eq!(
+        (seen[0].method.as_str(), seen[0].path.as_str()),
+        (
+            "GET",
+            "/api/v4/projects/o%2Fr/merge_requests?state=opened&source_branch=vouch/t&per_page=100"
+        )
+    );
+    let post = seen.iter().find(|s| s.method == "POST").unwrap();
+    assert_eq!(post.path, "/api/v4/projects/o%2Fr/merge_requests");
+    assert_eq!(post.private_token.as_deref(), Some(TOKEN));
+    assert_eq!(post.auth, None, "GitLab's token goes in PRIVATE-TOKEN only");
+    assert_eq!(post.json["title"], "Draft: Try");
+    assert_eq!(post.json["source_branch"], "vouch/t");
+    assert_eq!(post.json["target_branch"], "main");
+    assert!(
+        post.json["description"]
+            .as_str()
+            .unwrap()
+            .contains("Handled negative numbers."),
+        "{}",
+        post.json
+    );
+
+    // A second run updates the open merge request's description.
+    let run = f.pr(&forge, "gitlab", &["--draft", "--issue", "3"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("updated the body of pull request #1"),
+        "{}",
+        run.stdout
+    );
+    let seen = forge.seen();
+    assert_eq!(seen.iter().filter(|s| s.method == "POST").count(), 1);
+    let put = seen.iter().find(|s| s.method == "PUT").unwrap();
+    assert_eq!(put.path, "/api/v4/projects/o%2Fr/merge_requests/1");
+    assert!(put.json["description"]
+        .as_str()
+        .unwrap()
+        .contains("Fixes #3"));
+    assert_eq!(files_with_token(f.repo.tmp.path()), Vec::<PathBuf>::new());
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::forge::{assert_no_token, files_with_token, git, FakeForge, TOKEN};
+use super::forge::{assert_no_token, files_with_token, git, FakeForge, GitServer, TOKEN};
 use crate::util::{Repo, Run};
 
 const PYPROJECT: &str = "[project]\nname = \"calc\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\npythonpath = [\".\"]\n";
@@ -318,4 +318,59 @@ fn a_fork_head_is_fetched_from_the_fork_and_a_failure_is_the_status() {
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("no token for github"), "{}", run.stderr);
+}
+
+#[test]
+fn a_private_fork_head_is_fetched_with_the_token_of_the_base_remotes_host() {
+    let p = Prs::new();
+    let head = p.push_head(
+        &[("calc.py", FIXED), ("tests/test_mean.py", TEST_MEAN)],
+        "fix mean",
+        &p.fork,
+        "refs/heads/feature",
+    );
+    // Both the base repository and the fork are served over smart HTTP, and only with the token.
+    let (url, log) = GitServer::start(p.repo.tmp.path(), None);
+    p.repo.git(&[
+        "remote",
+        "set-url",
+        "origin",
+        &format!("{url}/git/remote.git"),
+    ]);
+    let main = git(&p.bare, &["rev-parse", "main"]);
+    let pr = json!({
+        "number": 4,
+        "base": {"ref": "main", "sha": main, "repo": {"clone_url": format!("{url}/git/remote.git")}},
+        "head": {"ref": "feature", "sha": head, "repo": {"clone_url": format!("{url}/git/fork.git")}},
+    });
+    p.forge.state.lock().unwrap().pulls.insert(4, pr);
+
+    let (run, report) = p.gate(&["--pr", "o/r#4"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(report["verdict"], "pass", "{report}");
+    assert_eq!(p.repo.git(&["rev-parse", "refs/vouch/pr/4/head"]), head);
+    let log = log.lock().unwrap().clone();
+    assert!(
+        log.iter()
+            .any(|(u, ok)| *ok && u.starts_with("/git/fork.git/") && u.contains("upload-pack")),
+        "the fork was fetched with the token: {log:?}"
+    );
+    assert!(log.iter().all(|(u, _)| !u.contains(TOKEN)));
+
+    // A fork on another host never gets the token: its server asks, and vouch says it has none for it.
+    let (elsewhere, other_log) = GitServer::start(p.repo.tmp.path(), None);
+    p.forge.state.lock().unwrap().pulls.get_mut(&4).unwrap()["head"]["repo"]["clone_url"] =
+        json!(format!("{elsewhere}/git/fork.git"));
+    let (run, _) = p.gate(&["--pr", "o/r#4"]);
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("fetch from http://127.0.0.1")
+            && run
+                .stderr
+                .contains("asks for credentials and no token is set"),
+        "{}",
+        run.stderr
+    );
+    assert!(other_log.lock().unwrap().iter().all(|(_, ok)| !ok));
+    assert_eq!(files_with_token(p.repo.tmp.path()), Vec::<PathBuf>::new());
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{Method, StatusCode, Uri};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
@@ -29,7 +29,14 @@ struct Model {
     seen: Arc<Mutex<Vec<Value>>>,
 }
 
-async fn model_handler(State(m): State<Model>, method: Method, uri: Uri, body: Bytes) -> Response {
+/// `@KEY@` in a scripted answer becomes the request's `Authorization` header: a server that reflects the key.
+async fn model_handler(
+    State(m): State<Model>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     if method != Method::POST || uri.path() != "/v1/chat/completions" {
         return StatusCode::NOT_FOUND.into_response();
     }
@@ -40,6 +47,11 @@ async fn model_handler(State(m): State<Model>, method: Method, uri: Uri, body: B
     let Some(message) = m.answers.lock().unwrap().pop_front() else {
         return (StatusCode::IM_A_TEAPOT, "script ended").into_response();
     };
+    let auth = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("no key sent");
+    let message: Value = serde_json::from_str(&message.to_string().replace("@KEY@", auth)).unwrap();
     axum::Json(json!({
         "id": "x", "object": "chat.completion",
         "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
@@ -107,6 +119,16 @@ fn project() -> (Repo, PathBuf) {
 }
 
 fn run(repo: &Repo, endpoint: &str, forge: &FakeForge, extra: &[&str]) -> Run {
+    run_env(repo, endpoint, forge, extra, &[])
+}
+
+fn run_env(
+    repo: &Repo,
+    endpoint: &str,
+    forge: &FakeForge,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Run {
     let dir = repo.dir.to_str().unwrap().to_string();
     let mut args = vec![
         "run",
@@ -135,7 +157,10 @@ fn run(repo: &Repo, endpoint: &str, forge: &FakeForge, extra: &[&str]) -> Run {
             ("XDG_CONFIG_HOME", config.to_str().unwrap()),
             ("VOUCH_ENDPOINT", ""),
             ("VOUCH_MODEL", ""),
-        ],
+        ]
+        .into_iter()
+        .chain(env.iter().copied())
+        .collect::<Vec<_>>(),
     );
     assert_no_token(&run);
     run
@@ -271,4 +296,146 @@ fn open_pr_waits_for_a_verified_run_unless_always_which_opens_a_draft() {
         "{}",
         post.json
     );
+}
+
+const KEY_VAR: &str = "VOUCH_TEST_MODEL_KEY";
+const KEY: &str = "sk-model-key-7d3b0e91";
+
+/// Neither secret in a run's output, nor in anything under `dir`.
+fn assert_no_secret(what: &str, run: &Run) {
+    assert_no_token(run);
+    for (name, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+        assert!(
+            !text.contains(KEY),
+            "{what}: the model key leaked into {name}:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn neither_the_forge_token_nor_the_model_key_appears_in_anything_run_pr_or_gate_writes() {
+    let (repo, bare) = project();
+    let forge = FakeForge::start();
+    // The forge reflects the token into the issue, the model reflects its key into the summary.
+    forge.state.lock().unwrap().issues.insert(
+        5,
+        json!({"number": 5, "title": "add() subtracts", "body": "add(2, 3) gives -1. You sent @AUTH@.",
+               "labels": []}),
+    );
+    let mut answers = fixing();
+    answers[2] = call(
+        3,
+        "submit",
+        json!({"verdict": "GO", "summary": "add() adds now; the key was @KEY@"}),
+    );
+    let (endpoint, m) = model(answers);
+    let key_env = [(KEY_VAR, KEY)];
+    let r = run_env(
+        &repo,
+        &endpoint,
+        &forge,
+        &[
+            "--issue",
+            "o/r#5",
+            "--open-pr",
+            "--comment",
+            "--api-key-env",
+            KEY_VAR,
+        ],
+        &key_env,
+    );
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_no_secret("vouch run --open-pr", &r);
+    let post = forge
+        .seen()
+        .into_iter()
+        .find(|s| s.method == "POST" && s.path == "/repos/o/r/pulls")
+        .unwrap_or_else(|| panic!("no pull request opened: {}", r.stderr));
+    let body = post.json["body"].as_str().unwrap();
+    assert!(
+        body.contains("You sent Bearer <redacted>")
+            && body.contains("the key was Bearer <redacted>"),
+        "both secrets are replaced where they were: {body}"
+    );
+    let branch = post.json["head"].as_str().unwrap().to_string();
+    let tasks = m.seen.lock().unwrap().clone();
+    assert!(
+        tasks.iter().all(|t| !t.to_string().contains(TOKEN)),
+        "the token reached the model"
+    );
+
+    // vouch pr, against a forge that quotes the token in its error.
+    forge.state.lock().unwrap().fail = Some((422, "Validation Failed for @AUTH@".into()));
+    let dir = repo.dir.to_str().unwrap().to_string();
+    let forge_flags = [
+        "--forge",
+        "github",
+        "--forge-repo",
+        "o/r",
+        "--api-url",
+        forge.url.as_str(),
+    ];
+    let mut args = vec![
+        "-vv",
+        "pr",
+        "--branch",
+        branch.as_str(),
+        "--repo",
+        dir.as_str(),
+    ];
+    args.extend(forge_flags);
+    let env = [("GITHUB_TOKEN", TOKEN), ("GH_TOKEN", ""), (KEY_VAR, KEY)];
+    let r = repo.vouch_env(&args, &env);
+    assert_no_secret("vouch pr", &r);
+    assert_eq!(r.code, 3, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("Validation Failed for Bearer <redacted>"),
+        "{}",
+        r.stderr
+    );
+    forge.state.lock().unwrap().fail = None;
+
+    // vouch gate --pr --post on the pull request the run opened.
+    let head = git(&bare, &["rev-parse", &branch]);
+    git(&bare, &["update-ref", "refs/pull/1/head", &head]);
+    let main = git(&bare, &["rev-parse", "main"]);
+    let clone = bare.to_str().unwrap();
+    forge.state.lock().unwrap().pulls.insert(
+        1,
+        json!({"number": 1,
+               "base": {"ref": "main", "sha": main, "repo": {"clone_url": clone}},
+               "head": {"ref": branch, "sha": head, "repo": {"clone_url": clone}}}),
+    );
+    let json_out = repo.tmp.path().join("gate.json");
+    let mut args = vec![
+        "-vv",
+        "gate",
+        "--repo",
+        dir.as_str(),
+        "--json",
+        json_out.to_str().unwrap(),
+        "--pr",
+        "o/r#1",
+        "--post",
+    ];
+    args.extend(forge_flags);
+    let r = repo.vouch_env(&args, &env);
+    assert_no_secret("vouch gate --pr --post", &r);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("posted the report on #1"), "{}", r.stdout);
+
+    for s in forge.seen() {
+        let sent = format!("{} {}", s.path, s.json);
+        assert!(
+            !sent.contains(TOKEN) && !sent.contains(KEY),
+            "a secret was sent to the forge: {sent}"
+        );
+    }
+    assert_eq!(files_with_token(repo.tmp.path()), Vec::<PathBuf>::new());
+    let with_key: Vec<PathBuf> = crate::util::snapshot_dir(repo.tmp.path())
+        .into_iter()
+        .filter(|(_, bytes)| String::from_utf8_lossy(bytes).contains(KEY))
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(with_key, Vec::<PathBuf>::new());
 }

@@ -1,11 +1,13 @@
-//! Keeping the API key out of everything vouch writes or sends: errors, log lines, streamed text, tool-call
-//! arguments, tool results and every record.
+//! Secrets, and keeping them out of everything vouch prints, logs, writes or sends: the model server's API
+//! key and the forge's token are both a [`Secret`], and both are removed by a [`Redactor`].
 //!
-//! The key reaches vouch's memory only through the client, but a server can reflect it (an error body that
-//! quotes the `Authorization` header, a reply whose text carries it), and from there it could travel into the
-//! conversation, the worktree and the records. A [`Redactor`] replaces it wherever text passes a boundary.
-//! Replacing in whole texts (a streamed reply once it is joined, not chunk by chunk) also catches a key split
-//! across two deltas.
+//! A secret reaches vouch's memory only through the client that sends it, but a server can reflect it (an
+//! error body that quotes the `Authorization` header, a reply or an issue whose text carries it), and from
+//! there it could travel into the conversation, the worktree, the records, a pull request or the terminal.
+//! A [`Secret`] never prints itself (`Debug` and `Display` show [`REDACTED`]; only [`Secret::reveal`] gives
+//! the text, for a header or a credential callback), and a [`Redactor`] replaces it wherever text passes a
+//! boundary. Replacing in whole texts (a streamed reply once it is joined, not chunk by chunk) also catches
+//! a secret split across two deltas.
 
 use std::fmt;
 
@@ -16,6 +18,49 @@ pub const REDACTED: &str = "<redacted>";
 
 /// Secrets shorter than this are not replaced: they would match ordinary text.
 const MIN_SECRET: usize = 4;
+
+/// A token or key. It is never printed: `Debug` and `Display` show [`REDACTED`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(text: impl Into<String>) -> Secret {
+        Secret(text.into())
+    }
+
+    /// The secret from the first of `vars` that is set and not empty (trimmed), with the variable's name.
+    pub fn from_env(vars: &[&str]) -> Option<(Secret, String)> {
+        vars.iter().find_map(|v| {
+            std::env::var(v)
+                .ok()
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+                .map(|t| (Secret(t), v.to_string()))
+        })
+    }
+
+    /// The text, for the one place that sends it (an auth header, a credential callback).
+    pub fn reveal(&self) -> &str {
+        &self.0
+    }
+
+    /// A redactor for this secret.
+    pub fn redactor(&self) -> Redactor {
+        Redactor::new(Some(&self.0))
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Secret({REDACTED})")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(REDACTED)
+    }
+}
 
 /// The secrets to remove. Cheap to clone; its `Debug` shows how many, never what.
 #[derive(Clone, Default)]
@@ -43,6 +88,16 @@ impl Redactor {
             }
         }
         Redactor { secrets }
+    }
+
+    /// `self` removing `secret` too (a run that holds both the model's key and the forge's token).
+    pub fn and(mut self, secret: Option<&Secret>) -> Redactor {
+        for s in Redactor::new(secret.map(Secret::reveal)).secrets {
+            if !self.secrets.contains(&s) {
+                self.secrets.push(s);
+            }
+        }
+        self
     }
 
     /// Whether there is anything to redact.
@@ -113,6 +168,22 @@ mod tests {
             json!({"a": ["x <redacted>"], "<redacted>": {"b": "<redacted>"}, "n": 1})
         );
         assert!(!r.finds(&v.to_string()));
+    }
+
+    #[test]
+    fn a_secret_never_prints_and_redactors_combine() {
+        let key = Secret::new("sk-model-key-1");
+        let token = Secret::new("forge-token-2");
+        assert_eq!(
+            format!("{token} {token:?}"),
+            "<redacted> Secret(<redacted>)"
+        );
+        let r = key.redactor().and(Some(&token)).and(Some(&token)).and(None);
+        assert_eq!(format!("{r:?}"), "Redactor(2 forms)");
+        assert_eq!(
+            r.text("key sk-model-key-1, token forge-token-2"),
+            "key <redacted>, token <redacted>"
+        );
     }
 
     #[test]
