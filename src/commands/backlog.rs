@@ -172,7 +172,8 @@ fn read_source(args: &BacklogArgs, repo: &Path) -> Result<Source> {
     let (target, _) = setup.target(repo, None)?;
     let (token, _) = setup.token(&target);
     let (token, var) = token.map_or((None, String::new()), |(t, v)| (Some(t), v));
-    let mut client = Client::with_token(target.clone(), token, var).map_err(pr::forge_error)?;
+    let mut client =
+        Client::with_token(target.clone(), token, var, &setup.trust).map_err(pr::forge_error)?;
     let wanted = label.clone();
     let issues = runtime::block_on(|_cancel| async move {
         client
@@ -290,6 +291,10 @@ fn forge_flags(f: &ForgeArgs) -> Vec<String> {
     flag("api-url", f.api_url.clone());
     flag("remote", f.remote.clone());
     flag("token-env", f.token_env.clone());
+    flag(
+        "ca-file",
+        f.ca_file.as_ref().map(|p| p.to_string_lossy().into_owned()),
+    );
     out
 }
 

@@ -321,10 +321,13 @@ impl Client {
     /// The open issues (not pull requests) with `label`, lowest number first; the first 100 (one page).
     pub async fn list_issues(&mut self, label: &str) -> Result<Vec<Issue>, ForgeError> {
         let base = format!("{}/issues", self.target.repo_url());
-        let mut params = vec![("state", "open"), ("labels", label)];
+        let mut params = vec![("labels", label)];
         match self.target.forge {
-            Forge::GitHub => params.push(("per_page", "100")),
-            Forge::Gitea => params.extend([("type", "issues"), ("limit", "100")]),
+            Forge::GitHub => params.extend([("state", "open"), ("per_page", "100")]),
+            Forge::Gitea => {
+                params.extend([("state", "open"), ("type", "issues"), ("limit", "100")])
+            }
+            Forge::GitLab => params.extend([("state", "opened"), ("per_page", "100")]),
         }
         let action = format!("listing the open issues labelled {label}");
         let url = reqwest::Url::parse_with_params(&base, &params)
@@ -346,16 +349,26 @@ impl Client {
             // GitHub lists pull requests as issues too.
             .filter(|i| i.get("pull_request").is_none_or(Value::is_null))
             .filter_map(|i| {
+                // GitLab: `iid`, `description` and labels as plain names.
+                let number = i.get("number").or_else(|| i.get("iid"));
+                let body = match i.get("body") {
+                    Some(_) => text(i, "body"),
+                    None => text(i, "description"),
+                };
                 Some(Issue {
-                    number: i.get("number").and_then(Value::as_u64)?,
+                    number: number.and_then(Value::as_u64)?,
                     title: text(i, "title"),
-                    body: text(i, "body"),
+                    body,
                     labels: i
                         .get("labels")
                         .and_then(Value::as_array)
                         .into_iter()
                         .flatten()
-                        .filter_map(|l| l.get("name").and_then(Value::as_str).map(str::to_string))
+                        .filter_map(|l| {
+                            l.as_str()
+                                .or_else(|| l.get("name").and_then(Value::as_str))
+                                .map(str::to_string)
+                        })
                         .collect(),
                 })
             })
@@ -366,20 +379,38 @@ impl Client {
 
     /// Adds `label` to issue `number`.
     pub async fn add_label(&mut self, number: u64, label: &str) -> Result<(), ForgeError> {
-        let url = format!("{}/issues/{number}/labels", self.target.repo_url());
-        self.request(
-            Method::POST,
-            &url,
-            Some(json!({ "labels": [label] })),
-            &format!("labelling issue #{number} {label}"),
-        )
-        .await?;
+        let action = format!("labelling issue #{number} {label}");
+        let (method, url, body) = match self.target.forge {
+            Forge::GitLab => (
+                Method::PUT,
+                format!("{}/issues/{number}", self.target.repo_url()),
+                json!({ "add_labels": label }),
+            ),
+            Forge::GitHub | Forge::Gitea => (
+                Method::POST,
+                format!("{}/issues/{number}/labels", self.target.repo_url()),
+                json!({ "labels": [label] }),
+            ),
+        };
+        self.request(method, &url, Some(body), &action).await?;
         Ok(())
     }
 
     /// Removes `label` from issue `number`: its labels replaced by the others (one call both forges take
     /// by name).
     pub async fn remove_label(&mut self, number: u64, label: &str) -> Result<(), ForgeError> {
+        if self.target.forge == Forge::GitLab {
+            let url = format!("{}/issues/{number}", self.target.repo_url());
+            let action = format!("removing the label {label} from issue #{number}");
+            self.request(
+                Method::PUT,
+                &url,
+                Some(json!({ "remove_labels": label })),
+                &action,
+            )
+            .await?;
+            return Ok(());
+        }
         let issue = self.fetch_issue(number).await?;
         if !issue.labels.iter().any(|l| l == label) {
             return Ok(());
