@@ -21,6 +21,9 @@ use crate::llama::{FlashAttn, DEFAULT_MODEL_ID};
 use crate::model::{ToolMode, DEFAULT_ENDPOINT, DEFAULT_MAX_TOKENS, DEFAULT_MODEL};
 use crate::sandbox::SandboxMode;
 
+mod backlog;
+pub use backlog::BacklogArgs;
+
 /// Hand backlog issues to a local coding model; merge only what an independent gate has proven.
 #[derive(Debug, Parser)]
 #[command(name = "vouch", version, about, long_about = None, propagate_version = true)]
@@ -60,6 +63,9 @@ pub enum Command {
     /// Check a model endpoint for agent work: tool calls, context, needles, speed, prompt cache, serving traps.
     #[command(after_help = PROBE_EXAMPLES)]
     Probe(ProbeArgs),
+    /// Run a backlog of tasks (a folder or a forge label): a local pool, claims, attempts, shards, one summary.
+    #[command(after_help = backlog::BACKLOG_EXAMPLES)]
+    Backlog(Box<BacklogArgs>),
 }
 
 impl Cli {
@@ -68,6 +74,7 @@ impl Cli {
         match &self.command {
             Command::Run(a) => a.quiet,
             Command::Gate(a) => a.quiet,
+            Command::Backlog(a) => a.quiet,
             _ => false,
         }
     }
@@ -789,6 +796,10 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub checks: GateCheckArgs,
+
+    /// What the gate found in a previous attempt (a text file): added to the task the model reads (`vouch backlog --attempts`).
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub prior_findings: Option<PathBuf>,
 }
 
 #[cfg(test)]
@@ -835,6 +846,7 @@ mod tests {
                 "vouch model serve",
                 "vouch pr",
                 "vouch probe",
+                "vouch backlog",
             ]
         );
     }

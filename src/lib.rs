@@ -10,6 +10,7 @@
 //! forge's token out of everything vouch prints or writes.
 
 pub mod agent;
+pub mod backlog;
 pub mod cli;
 pub mod commands;
 pub mod config;

@@ -319,6 +319,17 @@ fn read_ends(path: &Path) -> Result<(String, String, bool)> {
     ))
 }
 
+/// Sends `sig` to the process group `pgid` (a child started in its own group: its pid); a group that is
+/// gone is ignored. For callers that own a child's group, e.g. to forward Ctrl-C as SIGINT.
+pub fn signal_group(pgid: u32, sig: i32) {
+    if let Ok(pgid) = i32::try_from(pgid) {
+        let group = GroupGuard(Some(pgid));
+        group.signal(sig);
+        // The guard kills the group on drop: this one only signals.
+        std::mem::forget(group);
+    }
+}
+
 /// Kills the process group when dropped, so an early return or a panic cannot leak children.
 struct GroupGuard(Option<i32>);
 

@@ -1,6 +1,7 @@
 //! One module per subcommand; [`run`] dispatches and returns the exit code. [`runtime`] is the async runtime
 //! and Ctrl-C of the commands that need them; [`output`] is where every command writes.
 
+pub mod backlog;
 pub mod clean;
 pub mod gate;
 mod gate_pr;
@@ -30,6 +31,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Model(args) => model::run(args),
         Command::Pr(args) => pr::run(*args),
         Command::Probe(args) => probe::run(args),
+        Command::Backlog(args) => backlog::run(*args),
     }
 }
 

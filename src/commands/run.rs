@@ -27,7 +27,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
             pr::ForgeSetup::load(&dir, &args.forge, args.draft)
         })
         .transpose()?;
-    let (task, issue) = match (&args.task, &args.prompt, &args.issue, &forge) {
+    let (mut task, issue) = match (&args.task, &args.prompt, &args.issue, &forge) {
         (Some(path), _, _, _) => (Task::load(path)?, None),
         (None, Some(prompt), _, _) => (Task::from_prompt(prompt)?, None),
         (None, None, Some(spec), Some(setup)) => {
@@ -44,6 +44,15 @@ pub fn run(args: RunArgs) -> Result<i32> {
         _ => return Err(VouchError::usage("give --task FILE or --prompt TEXT").into()),
     };
     let task_text = task.body.clone();
+    if let Some(path) = &args.prior_findings {
+        let findings = std::fs::read_to_string(path).map_err(|e| {
+            VouchError::usage(format!(
+                "cannot read --prior-findings {}: {e}",
+                path.display()
+            ))
+        })?;
+        task.body = with_findings(&task.body, &findings);
+    }
     let timeouts = Timeouts::from_flags(&args)?;
     let repo = args
         .repo
@@ -97,10 +106,20 @@ pub fn run(args: RunArgs) -> Result<i32> {
     Ok(report.exit_code())
 }
 
+/// The task's text with what the gate found in the previous attempt after it.
+fn with_findings(body: &str, findings: &str) -> String {
+    format!(
+        "{}\n\n## What the gate found in the previous attempt\n\nThis task was tried before and the change was \
+         not accepted. Fix what is named here:\n\n{}\n",
+        body.trim_end(),
+        findings.trim()
+    )
+}
+
 /// The model vouch serves itself when no endpoint is configured (no flag, no `VOUCH_ENDPOINT`, no `endpoint`
 /// in a `vouch.toml`): the one the model setting names if it is a known model or a GGUF file, else the
 /// default. `None`: an endpoint is configured, use it.
-fn managed_model(settings: &Settings) -> Option<ModelChoice> {
+pub(super) fn managed_model(settings: &Settings) -> Option<ModelChoice> {
     if settings.endpoint.is_some() {
         return None;
     }
@@ -119,6 +138,19 @@ async fn start_managed(
     ui: &Ui,
     cancel: &CancellationToken,
 ) -> Result<Server> {
+    let (server, alias) = serve_managed(choice, settings, ui, cancel).await?;
+    cfg.model.endpoint = server.url.clone();
+    cfg.model.model = alias;
+    Ok(server)
+}
+
+/// Sets up and starts the managed llama-server on a free port; the server and the model's alias.
+pub(super) async fn serve_managed(
+    choice: &ModelChoice,
+    settings: &Settings,
+    ui: &Ui,
+    cancel: &CancellationToken,
+) -> Result<(Server, String)> {
     ui.line(&format!(
         "no model endpoint configured: vouch serves {} itself (give --endpoint URL to use your own server)",
         choice.alias()
@@ -154,9 +186,7 @@ async fn start_managed(
         llama::serve::threads_text(serve.threads),
         log.display()
     ));
-    cfg.model.endpoint = server.url.clone();
-    cfg.model.model = ready.alias;
-    Ok(server)
+    Ok((server, ready.alias))
 }
 
 /// `err` with a hint added when it has none.

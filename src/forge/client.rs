@@ -4,7 +4,8 @@
 //!
 //! Endpoints: `GET/POST /repos/{o}/{r}/pulls`, `GET/PATCH /repos/{o}/{r}/pulls/{n}`,
 //! `POST /repos/{o}/{r}/statuses/{sha}`, `GET/POST /repos/{o}/{r}/issues/{n}/comments`,
-//! `PATCH /repos/{o}/{r}/issues/comments/{id}`, under the API base (Gitea's is `…/api/v1`).
+//! `PATCH /repos/{o}/{r}/issues/comments/{id}`, `GET /repos/{o}/{r}/issues?labels=`,
+//! `POST/PUT /repos/{o}/{r}/issues/{n}/labels`, under the API base (Gitea's is `…/api/v1`).
 
 use std::time::{Duration, Instant};
 
@@ -315,6 +316,115 @@ impl Client {
                 })
                 .collect(),
         })
+    }
+
+    /// The open issues (not pull requests) with `label`, lowest number first; the first 100 (one page).
+    pub async fn list_issues(&mut self, label: &str) -> Result<Vec<Issue>, ForgeError> {
+        let base = format!("{}/issues", self.target.repo_url());
+        let mut params = vec![("labels", label)];
+        match self.target.forge {
+            Forge::GitHub => params.extend([("state", "open"), ("per_page", "100")]),
+            Forge::Gitea => {
+                params.extend([("state", "open"), ("type", "issues"), ("limit", "100")])
+            }
+            Forge::GitLab => params.extend([("state", "opened"), ("per_page", "100")]),
+        }
+        let action = format!("listing the open issues labelled {label}");
+        let url = reqwest::Url::parse_with_params(&base, &params)
+            .map_err(|e| self.protocol(&action, &format!("bad URL: {e}")))?;
+        let v = self
+            .request(Method::GET, url.as_str(), None, &action)
+            .await?;
+        let items = v
+            .as_array()
+            .ok_or_else(|| self.protocol(&action, "not a list"))?;
+        let text = |i: &Value, key: &str| {
+            i.get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let mut out: Vec<Issue> = items
+            .iter()
+            // GitHub lists pull requests as issues too.
+            .filter(|i| i.get("pull_request").is_none_or(Value::is_null))
+            .filter_map(|i| {
+                // GitLab: `iid`, `description` and labels as plain names.
+                let number = i.get("number").or_else(|| i.get("iid"));
+                let body = match i.get("body") {
+                    Some(_) => text(i, "body"),
+                    None => text(i, "description"),
+                };
+                Some(Issue {
+                    number: number.and_then(Value::as_u64)?,
+                    title: text(i, "title"),
+                    body,
+                    labels: i
+                        .get("labels")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|l| {
+                            l.as_str()
+                                .or_else(|| l.get("name").and_then(Value::as_str))
+                                .map(str::to_string)
+                        })
+                        .collect(),
+                })
+            })
+            .collect();
+        out.sort_by_key(|i| i.number);
+        Ok(out)
+    }
+
+    /// Adds `label` to issue `number`.
+    pub async fn add_label(&mut self, number: u64, label: &str) -> Result<(), ForgeError> {
+        let action = format!("labelling issue #{number} {label}");
+        let (method, url, body) = match self.target.forge {
+            Forge::GitLab => (
+                Method::PUT,
+                format!("{}/issues/{number}", self.target.repo_url()),
+                json!({ "add_labels": label }),
+            ),
+            Forge::GitHub | Forge::Gitea => (
+                Method::POST,
+                format!("{}/issues/{number}/labels", self.target.repo_url()),
+                json!({ "labels": [label] }),
+            ),
+        };
+        self.request(method, &url, Some(body), &action).await?;
+        Ok(())
+    }
+
+    /// Removes `label` from issue `number`: its labels replaced by the others (one call both forges take
+    /// by name).
+    pub async fn remove_label(&mut self, number: u64, label: &str) -> Result<(), ForgeError> {
+        if self.target.forge == Forge::GitLab {
+            let url = format!("{}/issues/{number}", self.target.repo_url());
+            let action = format!("removing the label {label} from issue #{number}");
+            self.request(
+                Method::PUT,
+                &url,
+                Some(json!({ "remove_labels": label })),
+                &action,
+            )
+            .await?;
+            return Ok(());
+        }
+        let issue = self.fetch_issue(number).await?;
+        if !issue.labels.iter().any(|l| l == label) {
+            return Ok(());
+        }
+        let rest: Vec<&String> = issue.labels.iter().filter(|l| *l != label).collect();
+        let url = format!("{}/issues/{number}/labels", self.target.repo_url());
+        self.request(
+            Method::PUT,
+            &url,
+            Some(json!({ "labels": rest })),
+            &format!("removing the label {label} from issue #{number}"),
+        )
+        .await?;
+        Ok(())
     }
 
     /// Posts a comment on issue (or pull request) `number`.

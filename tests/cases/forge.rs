@@ -246,6 +246,28 @@ fn issues_and_statuses(
         ("POST", ["statuses", _sha]) => {
             (StatusCode::CREATED, axum::Json(json!({"id": 1}))).into_response()
         }
+        ("GET", ["issues"]) => {
+            // The label filter is the forge's; the list has a pull request in it, as GitHub's has.
+            let mut list: Vec<Value> = st.issues.values().cloned().collect();
+            list.sort_by_key(|i| i["number"].as_u64());
+            list.push(
+                json!({"number": 999, "title": "a pull request", "pull_request": {"url": "x"}}),
+            );
+            axum::Json(Value::Array(list)).into_response()
+        }
+        ("POST", ["issues", n, "labels"]) | ("PUT", ["issues", n, "labels"]) => {
+            let issue = st.issues.get_mut(&n.parse::<u64>().unwrap()).unwrap();
+            let mut labels: Vec<Value> = if method == "POST" {
+                issue["labels"].as_array().cloned().unwrap_or_default()
+            } else {
+                vec![]
+            };
+            for l in json["labels"].as_array().into_iter().flatten() {
+                labels.push(json!({"name": l}));
+            }
+            issue["labels"] = Value::Array(labels.clone());
+            axum::Json(Value::Array(labels)).into_response()
+        }
         ("GET", ["issues", n]) => match st.issues.get(&n.parse::<u64>().unwrap()) {
             Some(issue) => axum::Json(issue.clone()).into_response(),
             None => StatusCode::NOT_FOUND.into_response(),

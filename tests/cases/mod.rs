@@ -1,4 +1,6 @@
 mod agent;
+mod backlog;
+mod backlog_forge;
 mod bite;
 mod bite_cargo;
 mod cli;

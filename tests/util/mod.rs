@@ -272,6 +272,7 @@ pub fn preset(name: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 pub mod llama;
+pub mod model_server;
 pub mod tls;
 
 /// Serves `app` on a free loopback port; returns its base URL and the server task (abort it when done).
