@@ -9,6 +9,7 @@
 //! own branch) and lets the gate, not the model, decide the outcome.
 
 pub mod agent;
+pub mod backlog;
 pub mod cli;
 pub mod commands;
 pub mod config;

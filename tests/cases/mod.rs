@@ -1,6 +1,7 @@
 mod agent;
 mod bite;
 mod bite_cargo;
+mod ci_examples;
 mod cli;
 mod forge;
 mod forge_gate;
@@ -13,6 +14,7 @@ mod gate_python;
 mod gate_rules;
 mod gate_rust;
 mod hostile;
+mod k8s_emit;
 mod local_model;
 mod model;
 mod probe;
