@@ -139,6 +139,15 @@ pub struct SecretEnv {
     pub key: String,
 }
 
+/// A key of a Secret.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecretKey {
+    /// The Secret's name.
+    pub secret: String,
+    /// The key in the Secret.
+    pub key: String,
+}
+
 /// CPU and memory requests and limits, as Kubernetes quantities (`500m`, `2Gi`); `None` leaves one unset.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Resources {
@@ -166,9 +175,9 @@ pub struct RepoClone {
     pub url: String,
     /// The revision checked out (detached): a branch, tag or sha.
     pub revision: String,
-    /// The token for a private repository, as a Secret reference (its `env` is ignored: the init container
-    /// reads it as [`CLONE_TOKEN_ENV`]).
-    pub token: Option<SecretEnv>,
+    /// The token for a private repository, as a Secret reference (the init container reads it as
+    /// [`CLONE_TOKEN_ENV`]).
+    pub token: Option<SecretKey>,
     /// The init container's image [default: the Job's image, which has git].
     pub image: Option<String>,
 }
@@ -348,18 +357,22 @@ fn container_env(spec: &JobSpec) -> Vec<EnvVar> {
     }
     env.push(plain("VOUCH_DATA", &format!("{WORK_DIR}/data")));
     env.push(plain("VOUCH_CACHE", &format!("{WORK_DIR}/cache")));
-    env.extend(spec.secrets.iter().map(|s| secret_env(&s.env, s)));
+    env.extend(
+        spec.secrets
+            .iter()
+            .map(|s| secret_env(&s.env, &s.secret, &s.key)),
+    );
     env
 }
 
-fn secret_env(name: &str, secret: &SecretEnv) -> EnvVar {
+fn secret_env(name: &str, secret: &str, key: &str) -> EnvVar {
     EnvVar {
         name: name.to_string(),
         value: None,
         value_from: Some(EnvVarSource {
             secret_key_ref: Some(SecretKeySelector {
-                name: secret.secret.clone(),
-                key: secret.key.clone(),
+                name: secret.to_string(),
+                key: key.to_string(),
                 optional: Some(false),
             }),
             ..EnvVarSource::default()
@@ -371,7 +384,7 @@ fn clone_container(repo: &RepoClone, image: &str, mount: VolumeMount) -> Contain
     let (script, env) = match &repo.token {
         Some(token) => (
             clone_script_with_token(),
-            Some(vec![secret_env(CLONE_TOKEN_ENV, token)]),
+            Some(vec![secret_env(CLONE_TOKEN_ENV, &token.secret, &token.key)]),
         ),
         None => (CLONE_SCRIPT.to_string(), None),
     };
@@ -492,7 +505,7 @@ fn validate(spec: &JobSpec) -> Result<(), K8sError> {
     let mut envs = std::collections::BTreeSet::new();
     for s in &spec.secrets {
         env_name(&s.env)?;
-        secret_ref(s)?;
+        secret_ref(&s.secret, &s.key)?;
         if !envs.insert(s.env.as_str()) || is_reserved(&s.env) {
             return Err(K8sError::DuplicateEnv { env: s.env.clone() });
         }
@@ -523,7 +536,7 @@ fn validate(spec: &JobSpec) -> Result<(), K8sError> {
             return Err(K8sError::CredentialsInUrl);
         }
         if let Some(token) = &repo.token {
-            secret_ref(token)?;
+            secret_ref(&token.secret, &token.key)?;
         }
     }
     Ok(())
@@ -567,33 +580,33 @@ fn dns_label(field: &'static str, value: &str) -> Result<(), K8sError> {
     }
 }
 
-fn secret_ref(s: &SecretEnv) -> Result<(), K8sError> {
-    if looks_like_token(&s.secret) {
+fn secret_ref(secret: &str, key: &str) -> Result<(), K8sError> {
+    if looks_like_token(secret) {
         return Err(K8sError::LooksLikeSecretValue {
             field: "the Secret's name",
         });
     }
-    if looks_like_token(&s.key) {
+    if looks_like_token(key) {
         return Err(K8sError::LooksLikeSecretValue {
             field: "the Secret's key",
         });
     }
-    let subdomain = !s.secret.is_empty()
-        && s.secret.len() <= 253
-        && s.secret.split('.').all(|part| dns_label("", part).is_ok());
+    let subdomain = !secret.is_empty()
+        && secret.len() <= 253
+        && secret.split('.').all(|part| dns_label("", part).is_ok());
     if !subdomain {
         return Err(K8sError::BadSecretName {
-            value: s.secret.clone(),
+            value: secret.to_string(),
         });
     }
-    let key_ok = !s.key.is_empty()
-        && s.key.len() <= 253
-        && s.key
+    let key_ok = !key.is_empty()
+        && key.len() <= 253
+        && key
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
     if !key_ok {
         return Err(K8sError::BadSecretKey {
-            value: s.key.clone(),
+            value: key.to_string(),
         });
     }
     Ok(())

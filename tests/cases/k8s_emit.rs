@@ -7,7 +7,7 @@ use std::process::Command;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Container, EnvVar};
-use vouch::backlog::k8s::{self, JobSpec, RepoClone, Resources, SecretEnv};
+use vouch::backlog::k8s::{self, JobSpec, RepoClone, Resources, SecretEnv, SecretKey};
 
 use crate::util::{git_env, Repo};
 
@@ -56,8 +56,7 @@ fn spec() -> JobSpec {
     spec.repo = Some(RepoClone {
         url: "https://github.com/team/app.git".into(),
         revision: "main".into(),
-        token: Some(SecretEnv {
-            env: "UNUSED".into(),
+        token: Some(SecretKey {
             secret: "vouch-forge".into(),
             key: "token".into(),
         }),

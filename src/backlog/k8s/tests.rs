@@ -98,8 +98,7 @@ fn a_cloned_repository_is_the_working_directory_and_its_token_a_secret_reference
     s.repo = Some(RepoClone {
         url: "https://github.com/team/app.git".into(),
         revision: "main".into(),
-        token: Some(SecretEnv {
-            env: "IGNORED".into(),
+        token: Some(SecretKey {
             secret: "forge".into(),
             key: "token".into(),
         }),
