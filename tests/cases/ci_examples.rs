@@ -107,17 +107,22 @@ fn check_commands(path: &str, doc: &Yaml) -> BTreeSet<String> {
             eprintln!("{path}: `vouch {sub}` is not in this binary yet: its flags are not checked");
             continue;
         }
-        let (ok, text) = help(&[&sub]);
-        assert!(ok, "vouch {sub} --help failed");
-        for word in words.iter().skip(2).filter(|w| w.starts_with('-')) {
-            let flag = word.split('=').next().unwrap();
-            let known = Regex::new(&format!(r"(^|[\s,]){}([\s=,\[<]|$)", regex::escape(flag)))
-                .unwrap()
-                .is_match(&text);
-            assert!(known, "{path}: `vouch {sub}` has no flag {flag}:\n{text}");
-        }
+        check_flags(path, &sub, &words[2..]);
     }
     used
+}
+
+/// Every flag among `words` is one `vouch SUB --help` lists.
+fn check_flags(path: &str, sub: &str, words: &[String]) {
+    let (ok, text) = help(&[sub]);
+    assert!(ok, "vouch {sub} --help failed");
+    for word in words.iter().filter(|w| w.starts_with('-')) {
+        let flag = word.split('=').next().unwrap();
+        let known = Regex::new(&format!(r"(^|[\s,]){}([\s=,\[<]|$)", regex::escape(flag)))
+            .unwrap()
+            .is_match(&text);
+        assert!(known, "{path}: `vouch {sub}` has no flag {flag}:\n{text}");
+    }
 }
 
 /// No token-shaped string anywhere, and every variable or input that holds a token or key comes from a
@@ -333,6 +338,10 @@ fn the_gate_example_gives_the_action_only_inputs_it_has() {
         step["with"]["token"].as_str(),
         Some("${{ secrets.GITHUB_TOKEN }}")
     );
+    // The extra arguments are `vouch gate` flags too.
+    let args = shell_words::split(step["with"]["args"].as_str().unwrap()).unwrap();
+    assert!(!args.is_empty());
+    check_flags(GATE_PR, "gate", &args);
     let perms = &doc["permissions"];
     for p in ["pull-requests", "statuses"] {
         assert_eq!(perms[p].as_str(), Some("write"), "permission {p}");
