@@ -148,6 +148,43 @@ pub async fn tools_only(opts: &Options) -> Result<Report> {
     Ok(report)
 }
 
+/// How many prompt tokens each check sends. Prefill dominates a probe's time on a CPU (SmolLM2-135M reads
+/// about 85 tokens/s on one thread of a 2-core machine), so the quick look reads about 4,000 tokens in all:
+/// one needle document of 1,024 tokens, speed at 128 and 512 tokens, a 256-token cache prefix.
+struct Budget {
+    needle_tokens: u64,
+    needle_fracs: &'static [f64],
+    speed_depths: &'static [u64],
+    cache_tokens: u64,
+}
+
+impl Budget {
+    fn new(quick: bool, usable: u64) -> Budget {
+        if quick {
+            Budget {
+                needle_tokens: usable.min(1024),
+                needle_fracs: &[0.5],
+                speed_depths: &[128, 512],
+                cache_tokens: usable.min(256),
+            }
+        } else {
+            Budget {
+                needle_tokens: usable.min(32_768) * 9 / 10,
+                needle_fracs: &[0.1, 0.35, 0.65, 0.9],
+                speed_depths: &[512, 2048, 8192],
+                cache_tokens: usable.min(1024),
+            }
+        }
+    }
+
+    /// Prompt tokens the needle, speed and cache checks send, at `reps` repetitions per speed depth.
+    fn prompt_tokens(&self, reps: u64) -> u64 {
+        let needles = self.needle_tokens * self.needle_fracs.len() as u64;
+        let speed: u64 = self.speed_depths.iter().sum::<u64>() * reps;
+        needles + speed + 2 * self.cache_tokens
+    }
+}
+
 /// Runs every check. Only an unreachable endpoint is an error; a check that fails is a warning.
 pub async fn run(opts: &Options) -> Result<Report> {
     let start = Instant::now();
@@ -169,30 +206,29 @@ pub async fn run(opts: &Options) -> Result<Report> {
     // Room for the question, the chat template and the answer.
     let usable = context_size.saturating_sub(256).max(256);
 
-    let (needle_total, needle_fracs): (u64, &[f64]) = if opts.quick {
-        (usable.min(2048), &[0.1, 0.9])
-    } else {
-        (usable.min(32_768) * 9 / 10, &[0.1, 0.35, 0.65, 0.9])
-    };
+    let budget = Budget::new(opts.quick, usable);
+    tracing::info!(
+        "the needle, speed and cache checks send about {} prompt tokens",
+        budget.prompt_tokens(opts.reps.max(3) as u64)
+    );
+    let (needle_total, needle_fracs) = (budget.needle_tokens, budget.needle_fracs);
     let needle_depths: Vec<u64> = needle_fracs
         .iter()
         .map(|f| (needle_total as f64 * f) as u64)
         .collect();
     let needles = needle::run(&ep, needle_total, &needle_depths, per_sentence).await;
 
-    let speed_depths: Vec<u64> = if opts.quick {
-        vec![256, 1024]
-    } else {
-        vec![512, 2048, 8192]
-    }
-    .into_iter()
-    .map(|d| d.min(usable))
-    .fold(Vec::new(), |mut v, d| {
-        if !v.contains(&d) {
-            v.push(d);
-        }
-        v
-    });
+    let speed_depths: Vec<u64> =
+        budget
+            .speed_depths
+            .iter()
+            .map(|&d| d.min(usable))
+            .fold(Vec::new(), |mut v, d| {
+                if !v.contains(&d) {
+                    v.push(d);
+                }
+                v
+            });
     let (speed, speed_errors) = speed::measure(
         &ep,
         &speed_depths,
@@ -208,7 +244,7 @@ pub async fn run(opts: &Options) -> Result<Report> {
         });
     }
 
-    let cache = match speed::cache_reuse(&ep, usable.min(1024), per_sentence).await {
+    let cache = match speed::cache_reuse(&ep, budget.cache_tokens, per_sentence).await {
         Ok(c) => c,
         Err(e) => {
             check_failures.push(Warning {
@@ -268,5 +304,33 @@ pub fn template_report(template: &str, cache_dir: Option<&std::path::Path>) -> T
             drops_arguments: false,
             error: Some(e.to_string()),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Budget;
+
+    #[test]
+    fn the_quick_look_reads_a_minute_of_prompt_on_a_small_cpu_model() {
+        let quick = Budget::new(true, 8192);
+        // About 85 prompt tokens/s for SmolLM2 on one thread here: the quick look must stay under ~50 s of
+        // prefill so that it ends within a minute with the tool-call checks and decoding.
+        assert!(quick.prompt_tokens(3) <= 4200, "{}", quick.prompt_tokens(3));
+        assert!(
+            quick.speed_depths.len() >= 2,
+            "the variance warning compares depths"
+        );
+        let full = Budget::new(false, 8192);
+        assert!(full.prompt_tokens(3) > 4 * quick.prompt_tokens(3));
+    }
+
+    #[test]
+    fn a_small_context_caps_every_check() {
+        let b = Budget::new(true, 300);
+        assert_eq!(b.needle_tokens, 300);
+        assert_eq!(b.cache_tokens, 256);
+        let b = Budget::new(false, 300);
+        assert!(b.needle_tokens <= 300 && b.cache_tokens <= 300);
     }
 }

@@ -156,8 +156,10 @@ fn diff<'a>(base: &str, call: &'a str) -> &'a str {
     &rest_c[..rest_c.len() - suffix]
 }
 
+/// The error in one line: what went wrong and where (`(in chat:104)`). The alternate form adds
+/// minijinja's debug dump of the template source and every variable, pages long in a report or a table.
 fn tmpl_err(e: minijinja::Error) -> LearnError {
-    LearnError::Template(format!("{e:#}"))
+    LearnError::Template(e.to_string())
 }
 
 /// What `template` renders for an assistant turn holding `calls` (`(name, arguments object)`), with

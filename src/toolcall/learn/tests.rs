@@ -157,3 +157,16 @@ fn tojson_keyword_arguments_and_generation_markers_render() {
         "<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\":\"é.rs\"}}\n</tool_call>"
     );
 }
+
+#[test]
+fn a_template_that_fails_to_render_is_named_in_one_line() {
+    let template = "{%- for m in messages %}{{ m.content + m.missing }}{% endfor %}";
+    let err = learn(template).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with("the chat template does not render"),
+        "{text}"
+    );
+    assert!(!text.contains('\n'), "one line, not the debug dump: {text}");
+    assert!(text.contains("(in "), "the place of the error: {text}");
+}
