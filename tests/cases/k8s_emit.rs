@@ -11,8 +11,7 @@ use vouch::backlog::k8s::{self, JobSpec, RepoClone, Resources, SecretEnv, Secret
 
 use crate::util::{git_env, Repo};
 
-/// A value no manifest may hold: the model's API key, present in the environment of the process that
-/// builds the manifest (as it would be on a user's machine).
+/// Values no manifest may hold: a model's API key and a forge token.
 const API_KEY_VALUE: &str = "sk-live-k8s-emit-test-0123456789";
 const FORGE_TOKEN_VALUE: &str = "ghp_k8sEmitTest0123456789abcdefABCDEF";
 
@@ -282,13 +281,22 @@ fn the_model_settings_are_plain_variables_and_every_secret_a_secret_key_ref() {
 
 #[test]
 fn no_secret_value_can_appear_in_the_manifest() {
-    // The values are in this process's environment under the names the spec gives; the module takes
-    // names only, so neither may reach the YAML, however the spec is set.
-    std::env::set_var("K8S_EMIT_TEST_API_KEY", API_KEY_VALUE);
-    std::env::set_var("GITHUB_TOKEN_K8S_EMIT", FORGE_TOKEN_VALUE);
+    // The module takes names only: no value from this process's environment that looks like a secret
+    // (the machine's own tokens and keys, if any) reaches the YAML, nor the values named here.
     let (yaml, job) = emitted(&spec());
     assert!(!yaml.contains(API_KEY_VALUE));
     assert!(!yaml.contains(FORGE_TOKEN_VALUE));
+    for (name, value) in std::env::vars() {
+        let secretish = ["TOKEN", "KEY", "SECRET", "PASSWORD"]
+            .iter()
+            .any(|w| name.to_uppercase().contains(w));
+        if secretish && value.len() >= 8 {
+            assert!(
+                !yaml.contains(&value),
+                "the value of {name} is in the manifest"
+            );
+        }
+    }
     // Every variable with a value is one vouch sets from the spec's plain settings.
     let pod = job.spec.unwrap().template.spec.unwrap();
     for c in pod
@@ -314,13 +322,22 @@ fn no_secret_value_can_appear_in_the_manifest() {
         }
     }
     // And a value where a name belongs is refused, not written.
-    let mut s = spec();
-    s.secrets[1].env = FORGE_TOKEN_VALUE.into();
-    let e = k8s::indexed_job(&s).unwrap_err();
-    assert!(
-        matches!(e, k8s::K8sError::LooksLikeSecretValue { .. }),
-        "{e}"
-    );
+    let mut forge = spec();
+    forge.secrets[1].env = FORGE_TOKEN_VALUE.into();
+    let mut model = spec();
+    model.secrets[0].env = API_KEY_VALUE.into();
+    model.api_key_env = Some(API_KEY_VALUE.into());
+    for (s, value) in [(forge, FORGE_TOKEN_VALUE), (model, API_KEY_VALUE)] {
+        let e = k8s::indexed_job(&s).unwrap_err();
+        assert!(
+            matches!(e, k8s::K8sError::LooksLikeSecretValue { .. }),
+            "{e}"
+        );
+        assert!(
+            !e.to_string().contains(value),
+            "the error echoes the value: {e}"
+        );
+    }
 }
 
 #[test]
