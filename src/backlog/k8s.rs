@@ -46,6 +46,9 @@ pub const CLONE_TOKEN_ENV: &str = "VOUCH_CLONE_TOKEN";
 pub const TASK_IDS_ANNOTATION: &str = "vouch/task-ids";
 /// The most indexes a Job with `backoffLimitPerIndex` may have.
 pub const MAX_TASKS: usize = 100_000;
+/// The longest task list, joined with commas: Kubernetes caps a resource's annotations at 256 KiB in all,
+/// and the list is an annotation (the args hold it too; the whole Job must stay well under etcd's 1.5 MiB).
+pub const MAX_TASK_IDS_BYTES: usize = 200 * 1024;
 /// Retries of one index after an infrastructure failure (exit 3) or an unclassified crash.
 pub const DEFAULT_BACKOFF_LIMIT_PER_INDEX: i32 = 2;
 /// The default CPU request: one core (the gate builds and tests).
@@ -189,6 +192,8 @@ pub enum K8sError {
     NoTasks,
     #[error("{count} tasks: an Indexed Job with backoffLimitPerIndex holds at most {MAX_TASKS}; split the backlog with --shard")]
     TooManyTasks { count: usize },
+    #[error("the task ids take {bytes} bytes, more than the {MAX_TASK_IDS_BYTES} one Job can hold; split the backlog with --shard")]
+    TaskListTooLong { bytes: usize },
     #[error("task id `{id}` is listed twice: each index runs one task once")]
     DuplicateTask { id: String },
     #[error("task id `{id}` cannot be passed in --task-ids: {reason}")]
@@ -468,6 +473,10 @@ fn validate(spec: &JobSpec) -> Result<(), K8sError> {
         return Err(K8sError::TooManyTasks {
             count: spec.task_ids.len(),
         });
+    }
+    let bytes = spec.task_ids.iter().map(|id| id.len() + 1).sum::<usize>() - 1;
+    if bytes > MAX_TASK_IDS_BYTES {
+        return Err(K8sError::TaskListTooLong { bytes });
     }
     let mut seen = std::collections::BTreeSet::new();
     for id in &spec.task_ids {

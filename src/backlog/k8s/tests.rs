@@ -142,6 +142,16 @@ fn an_empty_backlog_is_refused() {
 }
 
 #[test]
+fn a_task_list_longer_than_a_job_can_hold_is_refused() {
+    let mut s = spec();
+    s.task_ids = (0..20_000).map(|i| format!("team/app#{i:05}")).collect();
+    let bytes = 20_000 * 15 - 1;
+    assert_eq!(err(&s), K8sError::TaskListTooLong { bytes });
+    s.task_ids.truncate(MAX_TASK_IDS_BYTES / 15);
+    assert!(indexed_job(&s).is_ok());
+}
+
+#[test]
 fn task_ids_that_cannot_travel_in_the_list_are_refused() {
     for (id, dup) in [
         ("a,b", false),
