@@ -27,7 +27,7 @@ enum Mark {
     KimiOrDeepseek,
 }
 
-const ANGLE: [(&str, Mark); 28] = [
+const ANGLE: [(&str, Mark); 29] = [
     ("<tool_call>", Mark::ToolCall),
     ("<tool_calls>", Mark::ToolCalls),
     ("<function=", Mark::FunctionEq),
@@ -56,6 +56,7 @@ const ANGLE: [(&str, Mark); 28] = [
     ("<|DSML|", Mark::Is(Format::DeepseekDsml)),
     ("<|tools_prefix|>", Mark::Is(Format::Apertus)),
     ("<|open|>", Mark::Is(Format::KimiK3)),
+    ("<|tool_call:begin|>", Mark::Is(Format::SolarOpen)),
 ];
 
 /// How far ahead a marker's neighbourhood is looked at.

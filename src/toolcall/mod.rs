@@ -42,6 +42,7 @@ mod reasoning;
 mod recover;
 mod scan;
 mod schema;
+mod solar;
 mod tagged_json;
 
 #[cfg(test)]
@@ -145,6 +146,8 @@ pub enum Format {
     Apertus,
     /// `<|open|>call tool="NAME"<|sep|><|open|>argument key=… type=…<|sep|>…` (Kimi-K3 XTML).
     KimiK3,
+    /// `<|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{…}<|tool_call:end|>` (Solar Open).
+    SolarOpen,
     /// `<|tool_call|>[…]` (Granite 3.x).
     Granite,
     /// `<TOOLCALL>[…]</TOOLCALL>` (Nemotron Nano v2, Llama-Nemotron).
@@ -170,7 +173,7 @@ pub enum Format {
 
 impl Format {
     /// The formats a caller can force, in the order their names are listed to users.
-    pub const PARSERS: [Format; 27] = [
+    pub const PARSERS: [Format; 28] = [
         Format::Hermes,
         Format::Qwen3Coder,
         Format::SeedOss,
@@ -190,6 +193,7 @@ impl Format {
         Format::FunctionaryV32,
         Format::Apertus,
         Format::KimiK3,
+        Format::SolarOpen,
         Format::Granite,
         Format::Nemotron,
         Format::CommandR7b,
@@ -223,6 +227,7 @@ impl Format {
             Format::FunctionaryV32 => "functionary-v3.2",
             Format::Apertus => "apertus",
             Format::KimiK3 => "kimi-k3",
+            Format::SolarOpen => "solar-open",
             Format::Granite => "granite",
             Format::Nemotron => "nemotron",
             Format::CommandR7b => "command-r7b",
@@ -269,6 +274,7 @@ impl Format {
             "functionary" => Format::FunctionaryV31,
             "functionary-v32" | "recipient-based" => Format::FunctionaryV32,
             "xtml" | "kimi-k3-xtml" => Format::KimiK3,
+            "solar" | "solar-open2" | "solar-open-100b" => Format::SolarOpen,
             "phi4-mini-json" | "firefunction" => Format::Phi4,
             "nemotron-deci" => Format::Nemotron,
             "cohere" | "command-r" => Format::CommandR7b,
@@ -399,6 +405,7 @@ pub(crate) fn parse_with(format: Format, text: &str, ctx: &mut scan::Ctx) -> Par
         Format::FunctionaryV32 => functionary_v32::parse(text, ctx),
         Format::Apertus => apertus::parse(text, ctx),
         Format::KimiK3 => kimi_k3::parse(text, ctx),
+        Format::SolarOpen => solar::parse(text, ctx),
         Format::Gemma4 | Format::FunctionGemma => gemma::parse(format, text, ctx),
         Format::Learned => learned::parse(text, ctx),
         Format::Native | Format::None => Parsed::new(Format::None),

@@ -9,7 +9,7 @@
 use super::scan::Ctx;
 
 /// Open and close tags of reasoning blocks.
-const BLOCKS: [(&str, &str); 7] = [
+const BLOCKS: [(&str, &str); 8] = [
     ("<think>", "</think>"),
     ("<seed:think>", "</seed:think>"),
     ("<thinking>", "</thinking>"),
@@ -17,7 +17,13 @@ const BLOCKS: [(&str, &str); 7] = [
     ("<|START_THINKING|>", "<|END_THINKING|>"),
     ("<|channel>thought", "<channel|>"),
     ("<|inner_prefix|>", "<|inner_suffix|>"),
+    // Solar Open. `<|end|>` closes every message of its template (and Phi's answers): alone, it is not
+    // the end of a reasoning block.
+    ("<|think|>", "<|end|>"),
 ];
+
+/// Close tags that end a reasoning block only after its open tag.
+const CLOSE_NEEDS_OPEN: [&str; 1] = ["<|end|>"];
 
 /// The answer text (reasoning cut out) and the reasoning blocks, trimmed, in order.
 #[derive(Debug, Default)]
@@ -36,7 +42,7 @@ fn tag_at(text: &str, i: usize) -> Option<Tag> {
     BLOCKS.iter().enumerate().find_map(|(k, (open, close))| {
         if rest.starts_with(open.as_bytes()) {
             Some(Tag::Open(k))
-        } else if rest.starts_with(close.as_bytes()) {
+        } else if rest.starts_with(close.as_bytes()) && !CLOSE_NEEDS_OPEN.contains(close) {
             Some(Tag::Close(k))
         } else {
             None

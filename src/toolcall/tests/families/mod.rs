@@ -12,6 +12,7 @@ mod kimi;
 mod mistral;
 mod pythonic;
 mod qwen_xml;
+mod solar;
 mod tagged_json;
 
 use super::*;
