@@ -22,7 +22,7 @@ use crate::model::{ToolMode, DEFAULT_ENDPOINT, DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 use crate::sandbox::SandboxMode;
 
 mod backlog;
-pub use backlog::BacklogArgs;
+pub use backlog::{BacklogArgs, Emit, K8sArgs};
 
 /// Hand backlog issues to a local coding model; merge only what an independent gate has proven.
 #[derive(Debug, Parser)]

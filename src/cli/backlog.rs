@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use super::{ForgeArgs, OpenPr};
 
@@ -16,6 +16,9 @@ Examples:
   vouch backlog --attempts 2 --escalate http://gpu:8000#qwen3-coder-30b
   vouch backlog --resume                          after Ctrl-C: only the unfinished tasks
   vouch backlog -- --max-turns 20 --no-bite       the arguments after -- go to every `vouch run`
+  vouch backlog --label ready --open-pr --emit k8s --image ghcr.io/acme/vouch-rust:1 \
+      --clone https://github.com/acme/calc --endpoint http://llm:8080 > job.yaml
+                                                  the backlog as a Kubernetes Indexed Job, run nothing
 
 Each task runs as its own `vouch run` (its worktree and branch vouch/<task-id>, its records), claimed first with a
 lock file under $VOUCH_DATA/backlogs/<repo-key>/<backlog-key>/claims/ (and the claim label, for issues) so that a
@@ -108,7 +111,77 @@ pub struct BacklogArgs {
     #[command(flatten)]
     pub forge: ForgeArgs,
 
+    /// Write the backlog as a job of this engine (YAML on stdout, the plan's task ids frozen in it) and run nothing.
+    #[arg(long, value_enum, value_name = "ENGINE", conflicts_with_all = ["index", "plan", "resume"])]
+    pub emit: Option<Emit>,
+
+    #[command(flatten)]
+    pub k8s: K8sArgs,
+
     /// More arguments for every `vouch run`, after `--` (budgets, gate checks, --author...).
     #[arg(last = true, value_name = "RUN_ARGS")]
     pub run_args: Vec<String>,
+}
+
+/// Where `--emit` writes the backlog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Emit {
+    /// A Kubernetes Indexed Job: one index per task, each pod running `vouch backlog --index I`.
+    K8s,
+}
+
+/// The Job's settings for `--emit k8s`.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Kubernetes Job (--emit k8s)")]
+pub struct K8sArgs {
+    /// The container image: vouch, git and the toolchains the gate's profile needs (required with --emit k8s).
+    #[arg(long, value_name = "IMAGE", requires = "emit")]
+    pub image: Option<String>,
+
+    /// The Job's name [default: backlog-<label or folder name>].
+    #[arg(long, value_name = "NAME", requires = "emit")]
+    pub job_name: Option<String>,
+
+    #[arg(long, value_name = "NS", requires = "emit")]
+    pub namespace: Option<String>,
+
+    /// Pods at once [default: --jobs, else the cluster's].
+    #[arg(long, value_name = "N", requires = "emit")]
+    pub parallelism: Option<i32>,
+
+    /// Retries of one task after an infrastructure failure (exit 3) or a crash.
+    #[arg(long, value_name = "N", requires = "emit", default_value_t = crate::backlog::k8s::DEFAULT_BACKOFF_LIMIT_PER_INDEX)]
+    pub backoff_limit_per_index: i32,
+
+    /// CPU request per pod, e.g. 2 or 500m [default: 1].
+    #[arg(long, value_name = "Q", requires = "emit")]
+    pub cpu: Option<String>,
+
+    /// Memory request per pod, e.g. 4Gi [default: 2Gi].
+    #[arg(long, value_name = "Q", requires = "emit")]
+    pub memory: Option<String>,
+
+    /// Memory limit per pod [default: 4Gi].
+    #[arg(long, value_name = "Q", requires = "emit")]
+    pub memory_limit: Option<String>,
+
+    /// An init container clones this URL into the pod [default: the image's working directory is the repository].
+    #[arg(long, value_name = "URL", requires = "emit")]
+    pub clone: Option<String>,
+
+    /// The revision the pod clones [default: the repository's HEAD commit].
+    #[arg(long, value_name = "REV", requires = "clone")]
+    pub revision: Option<String>,
+
+    /// The Secret key holding the clone's token, for a private repository.
+    #[arg(long, value_name = "SECRET/KEY", requires = "clone")]
+    pub clone_token_secret: Option<String>,
+
+    /// A variable of the pod set from a Secret's key (repeatable), e.g. MODEL_KEY=vouch-model/api-key.
+    #[arg(long = "secret", value_name = "ENV=SECRET/KEY", requires = "emit")]
+    pub secrets: Vec<String>,
+
+    /// The variable holding the model server's API key [default secret: vouch-model/api-key].
+    #[arg(long, value_name = "VAR", requires = "emit")]
+    pub api_key_env: Option<String>,
 }

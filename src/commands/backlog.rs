@@ -44,6 +44,9 @@ pub fn run(args: BacklogArgs) -> Result<i32> {
     if args.plan {
         return print_plan(&plan, args.json.as_deref());
     }
+    if args.emit.is_some() {
+        return super::backlog_emit::emit(&args, &repo, &plan);
+    }
     let single = match args.index {
         // --task-ids names tasks of the whole source; the plan's index counts in the shard.
         Some(i) => Some(match &args.task_ids {

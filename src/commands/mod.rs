@@ -2,6 +2,7 @@
 //! and Ctrl-C of the commands that need them; [`output`] is where every command writes.
 
 pub mod backlog;
+mod backlog_emit;
 pub mod clean;
 pub mod gate;
 mod gate_pr;

@@ -759,3 +759,114 @@ async fn without_jobs_the_pool_is_no_wider_than_the_servers_slots() {
     );
     assert_eq!(peak, 1);
 }
+
+/// `--emit k8s` on a backlog in the repository, then the pod's command of index 1 (as the kubelet expands
+/// it) run in the repository: the same per-index entry point, the task at that index of the frozen list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_emitted_jobs_pod_command_runs_its_task_through_the_index_entry_point() {
+    use k8s_openapi::api::batch::v1::Job;
+
+    let repo = calc_repo();
+    for id in ["a", "b", "c"] {
+        repo.write(
+            &format!("tasks/{id}.md"),
+            &format!(
+                "---\ntitle: {}\n---\nadd() in calc.py subtracts.\n",
+                title(id)
+            ),
+        );
+    }
+    repo.commit("tasks");
+    let server = ModelServer::start(vec![
+        ("Title a", vec![]),
+        ("Title b", vec![no_go("b is not for me")]),
+        ("Title c", vec![]),
+    ])
+    .await;
+    let emit = repo.vouch(&[
+        "backlog",
+        "--repo",
+        repo.dir.to_str().unwrap(),
+        "--emit",
+        "k8s",
+        "--image",
+        "registry.example/vouch:1",
+        "--api-key-env",
+        "MODEL_KEY",
+        "--",
+        "--author",
+        "Agent <agent@example.com>",
+        "--tool-mode",
+        "native",
+    ]);
+    assert_eq!(emit.code, 0, "{}", emit.stderr);
+    let job: Job = serde_norway::from_str(&emit.stdout).unwrap();
+    let pod = job.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    let c = &pod.containers[0];
+    let argv: Vec<String> = c
+        .command
+        .iter()
+        .flatten()
+        .chain(c.args.iter().flatten())
+        .map(|a| a.replace("$(JOB_COMPLETION_INDEX)", "1").replace("$$", "$"))
+        .collect();
+    assert_eq!(
+        argv[..8],
+        [
+            "vouch",
+            "backlog",
+            "--attempts",
+            "1",
+            "--index",
+            "1",
+            "--task-ids",
+            "a,b,c"
+        ],
+        "{argv:?}"
+    );
+    assert_eq!(
+        argv[8], "--",
+        "vouch run's arguments come after the index: {argv:?}"
+    );
+    let key = c
+        .env
+        .iter()
+        .flatten()
+        .find(|e| e.name == "MODEL_KEY")
+        .unwrap();
+    let r = key
+        .value_from
+        .as_ref()
+        .unwrap()
+        .secret_key_ref
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        (r.name.as_str(), r.key.as_str()),
+        ("vouch-model", "api-key")
+    );
+
+    // The pod: the repository is its working directory, the endpoint comes from its environment.
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_vouch"));
+    cmd.args(&argv[1..])
+        .current_dir(&repo.dir)
+        .env("VOUCH_ENDPOINT", &server.url)
+        .env("VOUCH_CACHE", &repo.cache)
+        .env("VOUCH_DATA", repo.data())
+        .env("XDG_CONFIG_HOME", repo.tmp.path().join("config"))
+        .env_remove("RUST_LOG")
+        .env_remove("VOUCH_MODEL")
+        .envs(crate::util::git_env());
+    let run = tokio::task::spawn_blocking(move || output(cmd.output().unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(
+        run.code,
+        1,
+        "task b said NO-GO: rejected\n{}",
+        explain(&run)
+    );
+    let sessions = server.finish();
+    assert_eq!(sessions["Title b"].len(), 1, "{sessions:?}");
+    assert!(sessions["Title a"].is_empty() && sessions["Title c"].is_empty());
+}
