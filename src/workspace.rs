@@ -102,6 +102,7 @@ impl Worktree {
         let branch = format!("vouch/{id}");
         std::fs::create_dir_all(workspaces)
             .with_context(|| format!("create {}", workspaces.display()))?;
+        let _lock = lock_workspaces(workspaces)?;
         let dir = std::path::absolute(workspaces.join(id))
             .with_context(|| format!("locate {}", workspaces.display()))?;
         let exists = dir.exists()
@@ -270,6 +271,24 @@ pub fn signature(repo: &Path, author: Option<&str>) -> Result<Signature<'static>
     Signature::now("vouch", "vouch@localhost").context("make the author signature")
 }
 
+/// Holds `<workspaces>.lock` until dropped. libgit2's worktree add fails when another one runs in the same
+/// repository at the same moment ("reference is already checked out"), so every vouch process making a
+/// worktree here (a backlog's children, two backlogs, a run beside them) takes this lock first.
+fn lock_workspaces(workspaces: &Path) -> Result<std::fs::File> {
+    let mut path = workspaces.as_os_str().to_os_string();
+    path.push(".lock");
+    let path = PathBuf::from(path);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("open the lock {}", path.display()))?;
+    file.lock()
+        .with_context(|| format!("lock {}", path.display()))?;
+    Ok(file)
+}
+
 /// Removes the worktree `id` (registration and directory) and the branch.
 pub fn remove(user: &Repository, dir: &Path, id: &str, branch: &str) -> Result<()> {
     if dir.exists() {
@@ -317,5 +336,45 @@ mod tests {
             !is_artefact("Cargo.lock", true),
             "a committed lock file is a source"
         );
+    }
+
+    /// Worktrees made at the same moment in one repository, by separate openers as separate processes
+    /// would: each one is made (libgit2 alone fails some with "reference is already checked out").
+    #[test]
+    fn worktrees_made_at_once_in_one_repository_are_all_made() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo_dir = tmp.path().join("repo");
+        let repo = Repository::init(&repo_dir).unwrap();
+        std::fs::write(repo_dir.join("a.txt"), "a\n").unwrap();
+        let mut index = repo.index().unwrap();
+        index.add_path(Path::new("a.txt")).unwrap();
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = Signature::now("t", "t@example.com").unwrap();
+        repo.commit(Some("HEAD"), &sig, &sig, "init", &tree, &[])
+            .unwrap();
+        let workspaces = tmp.path().join("workspaces");
+        for round in 0..4 {
+            let handles: Vec<_> = (0..6)
+                .map(|i| {
+                    let (repo_dir, workspaces) = (repo_dir.clone(), workspaces.clone());
+                    std::thread::spawn(move || {
+                        Worktree::create(
+                            &repo_dir,
+                            "HEAD",
+                            &workspaces,
+                            &format!("t{round}-{i}"),
+                            false,
+                        )
+                        .map(|_| ())
+                        .map_err(|e| format!("{e:#}"))
+                    })
+                })
+                .collect();
+            let failed: Vec<String> = handles
+                .into_iter()
+                .filter_map(|h| h.join().unwrap().err())
+                .collect();
+            assert_eq!(failed, Vec::<String>::new(), "round {round}");
+        }
     }
 }

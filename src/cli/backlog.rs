@@ -142,6 +142,7 @@ pub struct K8sArgs {
     #[arg(long, value_name = "NAME", requires = "emit")]
     pub job_name: Option<String>,
 
+    /// The Job's namespace [default: kubectl's current one].
     #[arg(long, value_name = "NS", requires = "emit")]
     pub namespace: Option<String>,
 

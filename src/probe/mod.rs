@@ -149,8 +149,10 @@ pub async fn tools_only(opts: &Options) -> Result<Report> {
 }
 
 /// How many prompt tokens each check sends. Prefill dominates a probe's time on a CPU (SmolLM2-135M reads
-/// about 85 tokens/s on one thread of a 2-core machine), so the quick look reads about 4,000 tokens in all:
-/// one needle document of 1,024 tokens, speed at 128 and 512 tokens, a 256-token cache prefix.
+/// about 85 tokens/s on one thread of a 2-core machine), so the quick look reads about 3,000 tokens in all:
+/// one needle document of 768 tokens, speed at 256 and 384 tokens, a 128-token cache prefix. The smallest
+/// speed depth stays well above the chat template's preamble (about 20 tokens), the one part of a cold
+/// prompt the cache may hold.
 struct Budget {
     needle_tokens: u64,
     needle_fracs: &'static [f64],
@@ -162,10 +164,10 @@ impl Budget {
     fn new(quick: bool, usable: u64) -> Budget {
         if quick {
             Budget {
-                needle_tokens: usable.min(1024),
+                needle_tokens: usable.min(768),
                 needle_fracs: &[0.5],
-                speed_depths: &[128, 512],
-                cache_tokens: usable.min(256),
+                speed_depths: &[256, 384],
+                cache_tokens: usable.min(128),
             }
         } else {
             Budget {
@@ -329,7 +331,7 @@ mod tests {
     fn a_small_context_caps_every_check() {
         let b = Budget::new(true, 300);
         assert_eq!(b.needle_tokens, 300);
-        assert_eq!(b.cache_tokens, 256);
+        assert_eq!(b.cache_tokens, 128);
         let b = Budget::new(false, 300);
         assert!(b.needle_tokens <= 300 && b.cache_tokens <= 300);
     }
