@@ -102,7 +102,7 @@ impl Worktree {
         let branch = format!("vouch/{id}");
         std::fs::create_dir_all(workspaces)
             .with_context(|| format!("create {}", workspaces.display()))?;
-        let _lock = lock_workspaces(workspaces)?;
+        let _lock = lock_worktrees(repo)?;
         let dir = std::path::absolute(workspaces.join(id))
             .with_context(|| format!("locate {}", workspaces.display()))?;
         let exists = dir.exists()
@@ -271,13 +271,17 @@ pub fn signature(repo: &Path, author: Option<&str>) -> Result<Signature<'static>
     Signature::now("vouch", "vouch@localhost").context("make the author signature")
 }
 
-/// Holds `<workspaces>.lock` until dropped. libgit2's worktree add fails when another one runs in the same
-/// repository at the same moment ("reference is already checked out"), so every vouch process making a
-/// worktree here (a backlog's children, two backlogs, a run beside them) takes this lock first.
-fn lock_workspaces(workspaces: &Path) -> Result<std::fs::File> {
-    let mut path = workspaces.as_os_str().to_os_string();
-    path.push(".lock");
-    let path = PathBuf::from(path);
+/// Holds `<data>/locks/worktrees-<repo-key>.lock` until dropped. libgit2's worktree add fails when another
+/// one runs in the same repository at the same moment ("reference is already checked out"), so every vouch
+/// process making a worktree of this repository (a backlog's children, two backlogs, a run beside them)
+/// takes this lock first. It lives beside vouch's records, never in the user's repository.
+fn lock_worktrees(repo: &Path) -> Result<std::fs::File> {
+    let dir = crate::agent::records::data_dir().join("locks");
+    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+    let path = dir.join(format!(
+        "worktrees-{}.lock",
+        crate::agent::records::repo_key(repo)?
+    ));
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
