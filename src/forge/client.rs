@@ -304,17 +304,7 @@ impl Client {
             number,
             title: s("/title").ok_or_else(|| self.protocol(&action, "no title"))?,
             body: body.unwrap_or_default(),
-            labels: v
-                .get("labels")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|l| {
-                    l.as_str()
-                        .or_else(|| l.get("name").and_then(Value::as_str))
-                        .map(str::to_string)
-                })
-                .collect(),
+            labels: label_names(&v),
         })
     }
 
@@ -359,17 +349,7 @@ impl Client {
                     number: number.and_then(Value::as_u64)?,
                     title: text(i, "title"),
                     body,
-                    labels: i
-                        .get("labels")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|l| {
-                            l.as_str()
-                                .or_else(|| l.get("name").and_then(Value::as_str))
-                                .map(str::to_string)
-                        })
-                        .collect(),
+                    labels: label_names(i),
                 })
             })
             .collect();
@@ -743,6 +723,21 @@ fn error_message(text: &str) -> String {
         }
     }
     parts.join(": ")
+}
+
+/// An issue's label names: GitHub and Gitea send objects with a `name`, GitLab plain strings.
+fn label_names(issue: &Value) -> Vec<String> {
+    issue
+        .get("labels")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|l| {
+            l.as_str()
+                .or_else(|| l.get("name").and_then(Value::as_str))
+                .map(str::to_string)
+        })
+        .collect()
 }
 
 #[cfg(test)]
