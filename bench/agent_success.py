@@ -304,16 +304,19 @@ def cache_summary(records):
 # ---------------------------------------------------------------------------------------------------------
 # The server.
 
-def start_server(model):
-    log = open(os.path.join(WORK, f"llama-server-{model}.log"), "w")
-    p = subprocess.Popen(["nice", "-n", "19", VOUCH, "model", "serve", "--model", model, "--port", str(PORT)],
-                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+def start_server(model, vouch=None, port=PORT, log_path=None, nice=19):
+    """`vouch model serve --model MODEL` on `port` (niced unless nice=0), once /health answers."""
+    log = open(log_path or os.path.join(WORK, f"llama-server-{model}.log"), "w")
+    argv = [vouch or VOUCH, "model", "serve", "--model", model, "--port", str(port)]
+    if nice:
+        argv = ["nice", "-n", str(nice)] + argv
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     deadline = time.time() + 600
     while time.time() < deadline:
         if p.poll() is not None:
             sys.exit(f"vouch model serve exited {p.returncode}; see {log.name}")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/health", timeout=2) as r:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
                 if r.status == 200:
                     return p
         except OSError:

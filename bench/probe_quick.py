@@ -19,17 +19,15 @@ in CI. Python 3.11, standard library only.
 import argparse
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agent_success import Proxy  # noqa: E402
+from agent_success import Proxy, start_server, stop  # noqa: E402
 
 PORT = 18021
 TOLERANCE = 0.05
@@ -47,35 +45,6 @@ class TimingProxy(Proxy):
         with self.raw_lock:
             self.raw.append({"timings": (reply or {}).get("timings"), "max_tokens": request.get("max_tokens"),
                              "ignore_eos": bool(request.get("ignore_eos"))})
-
-
-def start(vouch, model, log_path):
-    log = open(log_path, "w")
-    p = subprocess.Popen([vouch, "model", "serve", "--model", model, "--port", str(PORT)],
-                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-    deadline = time.time() + 600
-    while time.time() < deadline:
-        if p.poll() is not None:
-            sys.exit(f"vouch model serve exited {p.returncode}; see {log_path}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/health", timeout=2) as r:
-                if r.status == 200:
-                    return p
-        except OSError:
-            pass
-        time.sleep(0.5)
-    stop(p)
-    sys.exit(f"the {model} server did not become healthy in 10 minutes; see {log_path}")
-
-
-def stop(p):
-    if p.poll() is None:
-        os.killpg(p.pid, signal.SIGINT)
-        try:
-            p.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
 
 
 def probe(vouch, endpoint, out_json):
@@ -120,7 +89,7 @@ def main():
     work = tempfile.mkdtemp(prefix="vouch-probe-quick-")
     results = []
     for model in a.models.split(","):
-        server = start(vouch, model, os.path.join(work, f"server-{model}.log"))
+        server = start_server(model, vouch, PORT, os.path.join(work, f"server-{model}.log"), nice=0)
         try:
             endpoint = f"http://127.0.0.1:{PORT}"
             walls = []
