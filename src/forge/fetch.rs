@@ -151,7 +151,7 @@ fn fetch(
     creds: &Credentials,
 ) -> Result<(), PushError> {
     let mut remote = repo.remote_anonymous(url)?;
-    let seen = Seen::default();
+    let seen = Seen::new(url);
     let mut opts = FetchOptions::new();
     opts.remote_callbacks(callbacks(creds, &seen));
     opts.download_tags(AutotagOption::None);

@@ -99,7 +99,7 @@ pub fn push(
     let url = remote.url().unwrap_or_default().to_string();
     let dst = format!("refs/heads/{remote_branch}");
     let observed = {
-        let seen = Seen::default();
+        let seen = Seen::new(&url);
         let callbacks = callbacks(creds, &seen);
         let conn = remote.connect_auth(Direction::Push, Some(callbacks), None);
         let conn = match conn {
@@ -126,7 +126,7 @@ pub fn push(
         }
     }
     let rejected = RefCell::new(None);
-    let seen = Seen::default();
+    let seen = Seen::new(&url);
     let mut callbacks = callbacks(creds, &seen);
     callbacks.push_update_reference(|refname, status| {
         if let Some(message) = status {
@@ -215,8 +215,9 @@ pub(super) fn open_remote<'r>(repo: &'r Repository, remote: &str) -> Result<Remo
 }
 
 /// What the callbacks of one connection saw, for the error that ends it.
-#[derive(Default)]
 pub(super) struct Seen {
+    /// Whether the remote is reached over SSH.
+    ssh: bool,
     /// The credential callback's own refusal.
     auth: Cell<Option<String>>,
     /// The SSH host key the server showed, and the host libgit2 named with it.
@@ -224,6 +225,15 @@ pub(super) struct Seen {
 }
 
 impl Seen {
+    /// Nothing seen yet on a connection to `url` (the remote's URL).
+    pub(super) fn new(url: &str) -> Seen {
+        Seen {
+            ssh: ssh::Endpoint::parse(url).is_some(),
+            auth: Cell::new(None),
+            host_key: RefCell::new(None),
+        }
+    }
+
     /// The error a failed connection to `url` (the remote's URL) stands for: the credential callback's refusal,
     /// else an SSH host key known_hosts does not vouch for, else the transport's error.
     pub(super) fn error(&self, e: git2::Error, url: &str) -> PushError {
@@ -247,12 +257,16 @@ impl Seen {
 /// that records an SSH host key and leaves the decision to libgit2 (known_hosts; OpenSSL for TLS).
 pub(super) fn callbacks<'a>(creds: &'a Credentials, seen: &'a Seen) -> RemoteCallbacks<'a> {
     let mut callbacks = RemoteCallbacks::new();
-    callbacks.certificate_check(move |cert, host| {
-        if let Some(key) = HostKey::of(cert) {
-            *seen.host_key.borrow_mut() = Some((host.to_string(), key));
-        }
-        Ok(CertificateCheckStatus::CertificatePassthrough)
-    });
+    // Over SSH only: with any certificate callback, even one that passes through, libgit2 reports an untrusted
+    // TLS certificate as a generic error rather than a certificate one.
+    if seen.ssh {
+        callbacks.certificate_check(move |cert, host| {
+            if let Some(key) = HostKey::of(cert) {
+                *seen.host_key.borrow_mut() = Some((host.to_string(), key));
+            }
+            Ok(CertificateCheckStatus::CertificatePassthrough)
+        });
+    }
     let failed = &seen.auth;
     let tries = Cell::new(0u32);
     let agent_tried = Cell::new(false);

@@ -45,46 +45,47 @@ pub(super) struct Endpoint {
 impl Endpoint {
     /// The endpoint of an SSH URL; `None` for any other URL or a path.
     pub fn parse(url: &str) -> Option<Endpoint> {
-        let authority = match url.split_once("://") {
+        let (authority, scp) = match url.split_once("://") {
             Some((scheme, rest)) => {
                 if !matches!(scheme, "ssh" | "git+ssh" | "ssh+git") {
                     return None;
                 }
-                rest.split('/').next()?
+                (rest.split('/').next()?, false)
             }
             None => {
                 let (authority, _) = url.split_once(':')?;
                 if authority.contains('/') || authority.is_empty() {
                     return None;
                 }
-                // scp-like syntax has no port: everything up to the first `:` is the host.
-                return Some(Endpoint::split_user(authority, None));
+                (authority, true)
             }
         };
-        let (userhost, port) = match authority.rsplit_once(':') {
-            Some((h, p)) if !h.contains(':') || h.ends_with(']') => match p.parse::<u16>() {
-                Ok(port) => (h, Some(port)),
-                Err(_) => (authority, None),
-            },
-            _ => (authority, None),
-        };
-        let port = port.filter(|p| *p != 22);
-        let e = Endpoint::split_user(userhost, port);
-        (!e.host.is_empty()).then_some(e)
-    }
-
-    fn split_user(userhost: &str, port: Option<u16>) -> Endpoint {
-        let (user, host) = match userhost.rsplit_once('@') {
+        let (user, hostport) = match authority.rsplit_once('@') {
             // A password in the URL is not the user's name, and never printed.
             Some((u, h)) => (u.split(':').next().map(str::to_string), h),
-            None => (None, userhost),
+            None => (None, authority),
         };
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        Endpoint {
+        let (host, port) = match hostport.strip_prefix('[') {
+            Some(rest) => {
+                let (host, after) = rest.split_once(']')?;
+                (host, after.strip_prefix(':'))
+            }
+            // scp-like syntax has no port: everything up to the first `:` is the host.
+            None if scp => (hostport, None),
+            None => match hostport.split_once(':') {
+                Some((host, port)) => (host, Some(port)),
+                None => (hostport, None),
+            },
+        };
+        let port = match port {
+            Some(p) => Some(p.parse::<u16>().ok()?),
+            None => None,
+        };
+        (!host.is_empty()).then(|| Endpoint {
             user,
             host: host.to_string(),
-            port,
-        }
+            port: port.filter(|p| *p != 22),
+        })
     }
 
     /// The host as known_hosts names it: `host`, or `[host]:port` off port 22.
