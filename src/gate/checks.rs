@@ -17,7 +17,7 @@ use crate::gate::outcome::StepStatus;
 use crate::gate::places::{open_room, places_logged, step_env};
 use crate::gate::profile::{Profile, Step, StepKind};
 use crate::gate::results::Runner;
-use crate::gate::schedule::{report_line, step_line};
+use crate::gate::schedule::{base_step_line, report_line};
 use crate::gate::steps::{self, plural, StepEnv, StepReport, LOG_TAIL_LINES};
 use crate::gate::GateRun;
 
@@ -96,8 +96,7 @@ impl GateRun<'_> {
                 let mut base_run =
                     steps::run_step(step, &base, &room, &prep.objects, self.cancel).await?;
                 digest(step, &mut base_run.report, &base);
-                self.ui
-                    .done(pb, &format!("{} (at base)", step_line(&base_run)));
+                self.ui.done(pb, &base_step_line(&base_run));
                 if base_run.report.status == StepStatus::Fail {
                     let at_head = lint::read(&read_log(report), &scrub(head), &head.room);
                     let at_base =
