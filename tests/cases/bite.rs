@@ -520,3 +520,64 @@ fn a_reverted_test_that_hangs_times_out_and_its_process_group_is_gone() {
         String::from_utf8_lossy(&left.stdout)
     );
 }
+
+#[test]
+fn a_second_gate_run_of_the_same_change_takes_the_bite_check_from_the_cache() {
+    let r = repo(&PYTHON);
+    let first = change(
+        &r,
+        &[PYTHON.fix, PYTHON.biting],
+        "fix abs with a regression test",
+    );
+    assert_eq!(bite(&first)["status"], "bites", "{}", first.explain());
+    assert!(bite(&first).get("cached").is_none(), "{}", first.explain());
+    let again = r.gate(&["--base", "HEAD~1"]);
+    assert_eq!(again.verdict(), "pass", "{}", again.explain());
+    assert_eq!(bite(&again)["status"], "bites", "{}", again.explain());
+    assert_eq!(bite(&again)["cached"], true, "{}", again.explain());
+    assert_eq!(outcomes(&again), outcomes(&first));
+    assert!(
+        again
+            .run
+            .stderr
+            .contains("(cached: this change was checked before"),
+        "{}",
+        again.run.stderr
+    );
+    // Asked to, the gate checks again.
+    let refreshed = r.gate(&["--base", "HEAD~1", "--refresh-baseline"]);
+    assert_eq!(
+        bite(&refreshed)["status"],
+        "bites",
+        "{}",
+        refreshed.explain()
+    );
+    assert!(
+        bite(&refreshed).get("cached").is_none(),
+        "{}",
+        refreshed.explain()
+    );
+    let r = repo(&PYTHON);
+    let inert = change(
+        &r,
+        &[PYTHON.fix, PYTHON.inert],
+        "fix abs with a test that proves nothing",
+    );
+    assert_eq!(bite(&inert)["status"], "no-bite", "{}", inert.explain());
+    assert!(bite(&inert).get("cached").is_none(), "{}", inert.explain());
+    // A cached no-bite fails the gate as the first one did.
+    let inert_again = r.gate(&["--base", "HEAD~1"]);
+    assert_eq!(
+        bite(&inert_again)["status"],
+        "no-bite",
+        "{}",
+        inert_again.explain()
+    );
+    assert_eq!(
+        bite(&inert_again)["cached"],
+        true,
+        "{}",
+        inert_again.explain()
+    );
+    assert_eq!(inert_again.verdict(), "fail", "{}", inert_again.explain());
+}

@@ -8,6 +8,7 @@
 //! change touches ([`testmap`](crate::gate::testmap)) are selected by id ([`select`]) and run ([`run`]); each
 //! gets an outcome, and the policy decides ([`decide`]). This file holds the report the check leaves.
 
+pub mod cache;
 pub mod decide;
 pub mod hunks;
 pub mod modules;
@@ -83,6 +84,10 @@ pub struct BiteReport {
     pub reasons: Vec<String>,
     pub warnings: Vec<String>,
     pub duration_ms: u64,
+    /// Taken from the cache: an earlier gate run decided it for the same trees, profile, tools and head
+    /// results ([`cache`]); `duration_ms` is that run's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
 }
 
 impl BiteReport {
@@ -104,6 +109,7 @@ impl BiteReport {
             reasons: Vec::new(),
             warnings: Vec::new(),
             duration_ms: 0,
+            cached: false,
         }
     }
 

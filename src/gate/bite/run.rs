@@ -17,7 +17,7 @@ use anyhow::Result;
 
 use crate::error::VouchError;
 use crate::gate::bite::plan::Overlay;
-use crate::gate::bite::{self, BiteReport, BiteTest, Plan};
+use crate::gate::bite::{self, cache, BiteReport, BiteTest, Plan};
 use crate::gate::cargo::{self, Layout};
 use crate::gate::outcome::{BiteMethod, BiteStatus, TestOutcome};
 use crate::gate::places::{open_bite_room, open_overlay_room, open_room, places, step_env};
@@ -75,6 +75,77 @@ impl GateRun<'_> {
             self.bite = Some(report);
             return Ok(());
         }
+        let key = self.bite_cache_key(&policy, head_results);
+        if !(self.opts.refresh_baseline || self.opts.fresh_rooms) {
+            if let Some(cached) = cache::load(&self.opts.cache, &key) {
+                self.ui.line(&format!(
+                    "  {:<8} {:<16} {:>7}  {} (cached: this change was checked before; --refresh-baseline checks again)",
+                    cached.status.name(),
+                    "bite",
+                    human(Duration::from_millis(cached.duration_ms)),
+                    cached.reasons.join("; ")
+                ));
+                self.bite = Some(cached);
+                return Ok(());
+            }
+        }
+        self.bite_uncached(
+            step,
+            head_env,
+            head_results,
+            head_duration,
+            &policy,
+            &mut report,
+        )
+        .await?;
+        report.duration_ms = ms(started);
+        self.ui.line(&format!(
+            "  {:<8} {:<16} {:>7}  {}",
+            report.status.name(),
+            "bite",
+            human(started.elapsed()),
+            report.reasons.join("; ")
+        ));
+        if let Err(e) = cache::store(&self.opts.cache, &key, &report) {
+            tracing::warn!("could not cache the bite check: {e}");
+        }
+        self.bite = Some(report);
+        Ok(())
+    }
+
+    /// The cache key of this gate run's bite check (see [`cache`]).
+    fn bite_cache_key(&self, policy: &BitePolicy, head_results: &[TestResult]) -> String {
+        let prep = self.prep;
+        let programs: Vec<std::path::PathBuf> = prep
+            .profile
+            .steps
+            .iter()
+            .filter_map(|s| s.raw_argv().first().cloned())
+            .filter_map(|p| crate::process::find_program(&p, None, std::path::Path::new(".")))
+            .collect();
+        let tools = crate::gate::baseline::tool_fingerprint(&programs);
+        cache::key(&cache::KeyParts {
+            base: &prep.base.sha,
+            head: &prep.head.sha,
+            profile: &prep.profile,
+            policy,
+            tools: &tools,
+            head_results,
+        })
+    }
+
+    /// The bite check itself, into `report`.
+    async fn bite_uncached(
+        &mut self,
+        step: &Step,
+        head_env: &StepEnv,
+        head_results: &[TestResult],
+        head_duration: Duration,
+        policy: &BitePolicy,
+        report: &mut BiteReport,
+    ) -> Result<()> {
+        let started = Instant::now();
+        let policy = policy.clone();
         let runner = step.runner();
         let input = bite::Input {
             prep: self.prep,
@@ -82,7 +153,7 @@ impl GateRun<'_> {
             argv: step.raw_argv(),
             head_results,
         };
-        let plan = tokio::task::block_in_place(|| bite::plan(&input, &mut report))?;
+        let plan = tokio::task::block_in_place(|| bite::plan(&input, &mut *report))?;
         let w = testmap::weakened(&plan.test_changes);
         report.removed_tests = w.removed;
         report.weakened_tests = w.weakened;
@@ -95,11 +166,11 @@ impl GateRun<'_> {
                 .reasons
                 .push("no test changed: nothing to check without the production change (the test-presence rule decides)".into());
         } else if runner == Runner::Generic {
-            self.bite_whole_run(step, &policy, head_duration, &plan, &mut report)
+            self.bite_whole_run(step, &policy, head_duration, &plan, &mut *report)
                 .await?;
         } else {
             let layout = if runner == Runner::Cargo {
-                self.cargo_layout(step, head_env, &mut report).await
+                self.cargo_layout(step, head_env, &mut *report).await
             } else {
                 None
             };
@@ -154,7 +225,7 @@ impl GateRun<'_> {
                         t.method = Some(BiteMethod::Revert);
                     }
                 }
-                self.stub_build_only(step, &mut selected, limits, layout.as_ref(), &mut report)
+                self.stub_build_only(step, &mut selected, limits, layout.as_ref(), &mut *report)
                     .await?;
                 tests.extend(selected);
             }
@@ -177,20 +248,11 @@ impl GateRun<'_> {
                     limits,
                     layout.as_ref(),
                     took,
-                    &mut report,
+                    &mut *report,
                 )
                 .await?;
             }
         }
-        report.duration_ms = ms(started);
-        self.ui.line(&format!(
-            "  {:<8} {:<16} {:>7}  {}",
-            report.status.name(),
-            "bite",
-            human(started.elapsed()),
-            report.reasons.join("; ")
-        ));
-        self.bite = Some(report);
         Ok(())
     }
 

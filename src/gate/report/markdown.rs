@@ -208,6 +208,9 @@ fn bite_markdown(bite: &BiteReport) -> Option<String> {
         return None;
     }
     let mut s = format!("### Bite check: {}\n\n", bite.status.name());
+    if bite.cached {
+        s.push_str("Decided by an earlier gate run of the same change (same trees, profile and tools).\n\n");
+    }
     if !bite.tests.is_empty() {
         s.push_str("| test | outcome |\n|---|---|\n");
         for t in bite.tests.iter().take(MARKDOWN_ROWS) {
