@@ -31,7 +31,7 @@ pub(super) fn calc_repo() -> Repo {
 }
 
 /// Task files `<id>.md` titled `Title <id>` in a folder beside the repository; the folder.
-fn tasks(repo: &Repo, ids: &[&str]) -> PathBuf {
+pub(super) fn tasks(repo: &Repo, ids: &[&str]) -> PathBuf {
     let dir = repo.tmp.path().join("tasks");
     std::fs::create_dir_all(&dir).unwrap();
     for id in ids {
@@ -47,12 +47,12 @@ fn tasks(repo: &Repo, ids: &[&str]) -> PathBuf {
     dir
 }
 
-fn title(id: &str) -> String {
+pub(super) fn title(id: &str) -> String {
     format!("Title {id}")
 }
 
 /// A fix with a biting test: verified.
-fn fixing() -> Vec<Answer> {
+pub(super) fn fixing() -> Vec<Answer> {
     vec![
         call(
             1,
@@ -80,7 +80,7 @@ fn slow_no_go(delay: Duration) -> Answer {
 }
 
 /// `vouch backlog DIR --repo REPO --endpoint URL ARGS -- RUN_ARGS` as a command (not started).
-fn command(
+pub(super) fn command(
     repo: &Repo,
     dir: &Path,
     url: &str,
