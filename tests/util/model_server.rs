@@ -226,17 +226,21 @@ async fn answer(State(shared): State<Arc<Mutex<Shared>>>, req: Request) -> Respo
 }
 
 fn reply(message: Value) -> Response {
-    let reply = json!({
+    Response::builder()
+        .status(200)
+        .header("content-type", "application/json")
+        .body(Body::from(completion(message).to_string()))
+        .unwrap()
+}
+
+/// The body of a `POST /v1/chat/completions` answer carrying `message` (100 prompt tokens, 10 completion).
+pub fn completion(message: Value) -> Value {
+    json!({
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 100, "completion_tokens": 10},
-    });
-    Response::builder()
-        .status(200)
-        .header("content-type", "application/json")
-        .body(Body::from(reply.to_string()))
-        .unwrap()
+    })
 }
 
 /// A new conversation (system and user message only), or one that extends the session's previous request;
