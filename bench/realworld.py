@@ -17,7 +17,8 @@ Nothing here is a test and nothing runs in CI: it needs the network (or a local 
 repositories, and hours of CPU for a full run. Python 3.11, standard library only.
 
 Usage:
-  python3 bench/realworld.py [run] [--cases ID,...] [--vouch PATH] [--cache DIR] [--runs N] [--json FILE]
+  python3 bench/realworld.py [run] [--cases ID,...] [--vouch PATH] [--cache DIR] [--runs N] [--cold N]
+                                [--json FILE]
   python3 bench/realworld.py label [--cases ID,...] [--cache DIR] [--full]
   python3 bench/realworld.py prepare [--cases ID,...] [--cache DIR]
 
@@ -440,7 +441,7 @@ def judge(case, report):
     return not diffs, diffs
 
 
-def gate_once(case, repo, env, vouch, cache, out_json, label):
+def gate_once(case, repo, env, vouch, cache, out_json, label, vouch_cache=None):
     args = [vouch, "gate", "--repo", repo, "--base", case["base"], "--head", case["head"], "--json", out_json]
     if case.get("profile"):
         args += ["--profile", os.path.join(HERE, "realworld", case["profile"])]
@@ -449,7 +450,7 @@ def gate_once(case, repo, env, vouch, cache, out_json, label):
     os.makedirs(os.path.dirname(logf), exist_ok=True)
     if os.path.exists(out_json):
         os.remove(out_json)
-    genv = dict(env, VOUCH_CACHE=os.path.join(cache, "vouch-cache"))
+    genv = dict(env, VOUCH_CACHE=vouch_cache or os.path.join(cache, "vouch-cache"))
     code, _, secs = run(args, cache, env=genv, check=False, out=logf, timeout=case.get("timeout", 3600) * 3)
     report = None
     if os.path.exists(out_json):
@@ -481,7 +482,32 @@ def summarize_report(report, code):
     }
 
 
-def run_case(case, repos, cache, vouch, runs):
+def cold_runs(case, repo, env, vouch, cache, runs):
+    """`runs` alternating pairs from cold: the bare test command at head in a new target directory, and a
+    first gate run with a new vouch cache (rooms, build output, virtual environments); both deleted after."""
+    tree = checkout(repo, cache, "bare", case, case["head"])
+    gates, bares = [], []
+    for i in range(runs):
+        scratch = os.path.join(cache, "cold", case["id"])
+        shutil.rmtree(scratch, ignore_errors=True)
+        os.makedirs(scratch)
+        benv = dict(env, **build_env(case, cache, "bare", tree))
+        benv["CARGO_TARGET_DIR"] = os.path.join(scratch, "target")
+        _, b = bare_once(case, tree, benv, cache, f"cold{i}")
+        bares.append(b)
+        shutil.rmtree(scratch, ignore_errors=True)
+        os.makedirs(scratch)
+        out_json = os.path.join(cache, "reports", case["id"] + f".cold{i}.json")
+        _, _, g, _ = gate_once(case, repo, env, vouch, cache, out_json, f"cold{i}",
+                               vouch_cache=os.path.join(scratch, "vouch-cache"))
+        gates.append(g)
+        shutil.rmtree(scratch, ignore_errors=True)
+        log(f"  cold run {i + 1}/{runs}: bare {b:.1f}s, gate {g:.1f}s")
+    return {"gate_cold_s": round(statistics.median(gates), 2), "bare_cold_s": round(statistics.median(bares), 2),
+            "cold_ratio": round(statistics.median(gates) / statistics.median(bares), 2)}
+
+
+def run_case(case, repos, cache, vouch, runs, cold=0):
     repo, env = prepare(case, repos, cache)
     out_json = os.path.join(cache, "reports", case["id"] + ".json")
     os.makedirs(os.path.dirname(out_json), exist_ok=True)
@@ -506,6 +532,10 @@ def run_case(case, repos, cache, vouch, runs):
         res["gate_warm_s"] = round(statistics.median(gates), 2)
         res["bare_s"] = round(statistics.median(bares), 2)
         res["ratio"] = round(res["gate_warm_s"] / res["bare_s"], 2) if res["bare_s"] > 0 else None
+        log(f"  warm: gate {res['gate_warm_s']}s, bare {res['bare_s']}s, ratio {res['ratio']}x "
+            f"(medians of {runs}: gate {sorted(round(g, 1) for g in gates)}, bare {sorted(round(b, 1) for b in bares)})")
+    if cold > 0:
+        res.update(cold_runs(case, repo, env, vouch, cache, cold))
     return res
 
 
@@ -528,6 +558,10 @@ def print_table(results):
     if ratios:
         print(f"median gate (warm) / bare test command at head: {statistics.median(ratios):.2f}x over {len(ratios)} cases")
     for r in results:
+        if r.get("cold_ratio") is not None:
+            print(f"{r['id']} from cold: first gate {r['gate_cold_s']:.1f}s / bare cold test {r['bare_cold_s']:.1f}s "
+                  f"= {r['cold_ratio']:.2f}x")
+    for r in results:
         if not r["right"]:
             print(f"  {r['id']}: " + "; ".join(r["diffs"]))
             for reason in r["got"].get("reasons", [])[:4]:
@@ -542,6 +576,9 @@ def main():
     ap.add_argument("--cache", default=os.environ.get("REALWORLD_CACHE", os.path.expanduser("~/.cache/vouch-realworld")))
     ap.add_argument("--runs", type=int, default=1,
                     help="timed runs of warm gate and bare test command, alternating (0: no timing)")
+    ap.add_argument("--cold", type=int, default=0,
+                    help="timed pairs from cold, alternating: bare test command in a new target directory, "
+                         "first gate run with a new vouch cache (0: none)")
     ap.add_argument("--json", help="save the results to this file")
     ap.add_argument("--full", action="store_true", help="label: also run the whole test command at base and head")
     ap.add_argument("--list", action="store_true", help="print the cases and exit")
@@ -568,7 +605,7 @@ def main():
             continue
         if not os.access(args.vouch, os.X_OK):
             sys.exit(f"no vouch binary at {args.vouch} (cargo build --release, or --vouch PATH)")
-        r = run_case(c, repos, cache, os.path.abspath(args.vouch), args.runs)
+        r = run_case(c, repos, cache, os.path.abspath(args.vouch), args.runs, args.cold)
         log(f"   {'right' if r['right'] else 'WRONG'}: got {r['got']['verdict']} / {r['got']['bite']} "
             f"in {r['gate_first_s']}s" + ("" if r["right"] else f" ({'; '.join(r['diffs'])})"))
         results.append(r)

@@ -5,13 +5,12 @@
 //! The fork gets the token (a private fork asks for it) only when it is on the base remote's host: the URL
 //! is one the forge's answer chose, and the token is never sent anywhere else.
 
-use std::cell::Cell;
 use std::path::Path;
 
 use git2::{AutotagOption, FetchOptions, Oid, RemoteUpdateFlags, Repository};
 
 use super::client::PrHead;
-use super::push::{callbacks, classify, is_networked, open_remote, Credentials, PushError};
+use super::push::{callbacks, open_remote, Credentials, PushError, Seen};
 
 /// The revisions of a fetched pull request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -152,19 +151,15 @@ fn fetch(
     creds: &Credentials,
 ) -> Result<(), PushError> {
     let mut remote = repo.remote_anonymous(url)?;
-    let auth_failed = Cell::new(None);
+    let seen = Seen::new(url);
     let mut opts = FetchOptions::new();
-    opts.remote_callbacks(callbacks(creds, &auth_failed));
+    opts.remote_callbacks(callbacks(creds, &seen));
     opts.download_tags(AutotagOption::None);
     let specs: Vec<&str> = specs.iter().map(String::as_str).collect();
     // Download, then update the refspecs' own refs only.
     let downloaded = remote.download(&specs, Some(&mut opts));
     drop(opts);
-    downloaded.map_err(|e| {
-        auth_failed
-            .take()
-            .map_or_else(|| classify(e, is_networked(url)), PushError::Auth)
-    })?;
+    downloaded.map_err(|e| seen.error(e, url))?;
     remote.disconnect()?;
     remote.update_tips(None, RemoteUpdateFlags::empty(), AutotagOption::None, None)?;
     Ok(())

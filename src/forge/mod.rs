@@ -10,6 +10,7 @@ pub mod error;
 pub mod fetch;
 pub mod pacing;
 pub mod push;
+pub mod ssh;
 pub mod tls;
 
 pub use client::{Client, PrHead, PullRequest};

@@ -3,15 +3,18 @@
 //! push is leased on the remote's branch as observed just before: when it holds commits the local branch
 //! does not contain (commits vouch did not make), nothing is pushed; and the refspec is not forced, so a
 //! remote that moves between the look and the push refuses the update rather than losing those commits.
+//! An SSH server is trusted only by the host key in the user's known_hosts (see [`super::ssh`]).
 
 use std::cell::{Cell, RefCell};
 use std::path::Path;
 
 use git2::{
-    Cred, CredentialType, Direction, Oid, PushOptions, Remote, RemoteCallbacks, Repository,
+    CertificateCheckStatus, Cred, CredentialType, Direction, Oid, PushOptions, Remote,
+    RemoteCallbacks, Repository,
 };
 use thiserror::Error;
 
+use super::ssh::{self, HostKey};
 use super::tls::{Trust, UNTRUSTED_HINT};
 use super::{redact_url, Secret};
 
@@ -58,6 +61,9 @@ pub enum PushError {
     /// The remote asked for credentials vouch does not have or it refused them.
     #[error("{0}")]
     Auth(String),
+    /// An SSH server whose host key is not in the user's known_hosts, or is another key than the one there.
+    #[error("{0}")]
+    HostKey(String),
     /// The remote's TLS certificate is not trusted (an unknown CA, a self-signed certificate, another name).
     #[error("the remote's TLS certificate failed verification ({0}); {hint}", hint = UNTRUSTED_HINT)]
     Certificate(String),
@@ -90,19 +96,15 @@ pub fn push(
         .peel_to_commit()?
         .id();
     let mut remote = open_remote(&repo, remote)?;
-    let networked = remote.url().is_some_and(is_networked);
+    let url = remote.url().unwrap_or_default().to_string();
     let dst = format!("refs/heads/{remote_branch}");
     let observed = {
-        let auth_failed = Cell::new(None);
-        let callbacks = callbacks(creds, &auth_failed);
+        let seen = Seen::new(&url);
+        let callbacks = callbacks(creds, &seen);
         let conn = remote.connect_auth(Direction::Push, Some(callbacks), None);
         let conn = match conn {
             Ok(c) => c,
-            Err(e) => {
-                return Err(auth_failed
-                    .take()
-                    .map_or_else(|| classify(e, networked), PushError::Auth))
-            }
+            Err(e) => return Err(seen.error(e, &url)),
         };
         let observed = conn
             .list()?
@@ -124,8 +126,8 @@ pub fn push(
         }
     }
     let rejected = RefCell::new(None);
-    let auth_failed = Cell::new(None);
-    let mut callbacks = callbacks(creds, &auth_failed);
+    let seen = Seen::new(&url);
+    let mut callbacks = callbacks(creds, &seen);
     callbacks.push_update_reference(|refname, status| {
         if let Some(message) = status {
             *rejected.borrow_mut() = Some(PushError::Rejected {
@@ -140,9 +142,7 @@ pub fn push(
     // Not forced (no leading `+`): the remote itself refuses anything but a fast-forward of what we saw.
     let refspec = format!("refs/heads/{branch}:{dst}");
     if let Err(e) = remote.push(&[refspec.as_str()], Some(&mut opts)) {
-        return Err(auth_failed
-            .take()
-            .map_or_else(|| classify(e, networked), PushError::Auth));
+        return Err(seen.error(e, &url));
     }
     drop(opts);
     if let Some(e) = rejected.into_inner() {
@@ -214,14 +214,62 @@ pub(super) fn open_remote<'r>(repo: &'r Repository, remote: &str) -> Result<Remo
     }
 }
 
-/// The credential callback: the token once over HTTP(S), the SSH agent once, then a clear error (libgit2
-/// asks again after a refusal; asking forever would hang).
-pub(super) fn callbacks<'a>(
-    creds: &'a Credentials,
-    failed: &'a Cell<Option<String>>,
-) -> RemoteCallbacks<'a> {
+/// What the callbacks of one connection saw, for the error that ends it.
+pub(super) struct Seen {
+    /// Whether the remote is reached over SSH.
+    ssh: bool,
+    /// The credential callback's own refusal.
+    auth: Cell<Option<String>>,
+    /// The SSH host key the server showed, and the host libgit2 named with it.
+    host_key: RefCell<Option<(String, HostKey)>>,
+}
+
+impl Seen {
+    /// Nothing seen yet on a connection to `url` (the remote's URL).
+    pub(super) fn new(url: &str) -> Seen {
+        Seen {
+            ssh: ssh::Endpoint::parse(url).is_some(),
+            auth: Cell::new(None),
+            host_key: RefCell::new(None),
+        }
+    }
+
+    /// The error a failed connection to `url` (the remote's URL) stands for: the credential callback's refusal,
+    /// else an SSH host key known_hosts does not vouch for, else the transport's error.
+    pub(super) fn error(&self, e: git2::Error, url: &str) -> PushError {
+        if let Some(msg) = self.auth.take() {
+            return PushError::Auth(msg);
+        }
+        if e.code() == git2::ErrorCode::Certificate && e.class() == git2::ErrorClass::Ssh {
+            let seen = self.host_key.borrow();
+            let (host, key) = match seen.as_ref() {
+                Some((host, key)) => (host.as_str(), Some(key)),
+                None => ("", None),
+            };
+            return PushError::HostKey(ssh::host_key_message(url, host, key));
+        }
+        classify(e, is_networked(url))
+    }
+}
+
+/// The callbacks of a connection: the credentials (the token once over HTTP(S), the SSH agent once, then a
+/// clear error: libgit2 asks again after a refusal, and asking forever would hang), and a certificate check
+/// that records an SSH host key and leaves the decision to libgit2 (known_hosts; OpenSSL for TLS).
+pub(super) fn callbacks<'a>(creds: &'a Credentials, seen: &'a Seen) -> RemoteCallbacks<'a> {
     let mut callbacks = RemoteCallbacks::new();
+    // Over SSH only: with any certificate callback, even one that passes through, libgit2 reports an untrusted
+    // TLS certificate as a generic error rather than a certificate one.
+    if seen.ssh {
+        callbacks.certificate_check(move |cert, host| {
+            if let Some(key) = HostKey::of(cert) {
+                *seen.host_key.borrow_mut() = Some((host.to_string(), key));
+            }
+            Ok(CertificateCheckStatus::CertificatePassthrough)
+        });
+    }
+    let failed = &seen.auth;
     let tries = Cell::new(0u32);
+    let agent_tried = Cell::new(false);
     callbacks.credentials(move |url, user_from_url, allowed| {
         tries.set(tries.get() + 1);
         let url = redact_url(url);
@@ -242,8 +290,21 @@ pub(super) fn callbacks<'a>(
             }
             return Cred::userpass_plaintext(user_from_url.unwrap_or(&creds.user), token.reveal());
         }
-        if allowed.contains(CredentialType::SSH_KEY) && tries.get() <= 1 {
-            return Cred::ssh_key_from_agent(user_from_url.unwrap_or("git"));
+        if allowed.contains(CredentialType::SSH_KEY) {
+            let user = user_from_url.unwrap_or("git");
+            let refusal = if agent_tried.get() {
+                Some(ssh::agent_refused_message(&url, user))
+            } else if !ssh::agent_named() {
+                Some(ssh::no_agent_message(&url))
+            } else {
+                None
+            };
+            if let Some(msg) = refusal {
+                failed.set(Some(msg.clone()));
+                return Err(git2::Error::from_str(&msg));
+            }
+            agent_tried.set(true);
+            return Cred::ssh_key_from_agent(user);
         }
         if allowed.contains(CredentialType::DEFAULT) && tries.get() <= 1 {
             return Cred::default();

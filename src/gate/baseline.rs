@@ -19,7 +19,7 @@ use crate::gate::outcome::Baseline;
 use crate::gate::places::{open_room, places, step_env};
 use crate::gate::profile::{Profile, Step, StepKind};
 use crate::gate::results::{TestResult, TestStatus};
-use crate::gate::schedule::step_line;
+use crate::gate::schedule::base_step_line;
 use crate::gate::steps;
 use crate::gate::GateRun;
 
@@ -151,7 +151,7 @@ impl GateRun<'_> {
             }
             let pb = self.ui.start(&format!("{} at base", step.name));
             let run = steps::run_step(step, &env, &room, &prep.objects, self.cancel).await?;
-            self.ui.done(pb, &format!("{} (at base)", step_line(&run)));
+            self.ui.done(pb, &base_step_line(&run));
             let Some(outcome) = run.outcome else { continue };
             if outcome.cancelled {
                 return Err(VouchError::Interrupted.into());

@@ -17,7 +17,7 @@ use crate::gate::outcome::StepStatus;
 use crate::gate::places::{open_room, places_logged, step_env};
 use crate::gate::profile::{Profile, Step, StepKind};
 use crate::gate::results::Runner;
-use crate::gate::schedule::{report_line, step_line};
+use crate::gate::schedule::{base_step_line, report_line};
 use crate::gate::steps::{self, plural, StepEnv, StepReport, LOG_TAIL_LINES};
 use crate::gate::GateRun;
 
@@ -96,14 +96,22 @@ impl GateRun<'_> {
                 let mut base_run =
                     steps::run_step(step, &base, &room, &prep.objects, self.cancel).await?;
                 digest(step, &mut base_run.report, &base);
-                self.ui
-                    .done(pb, &format!("{} (at base)", step_line(&base_run)));
+                self.ui.done(pb, &base_step_line(&base_run));
                 if base_run.report.status == StepStatus::Fail {
                     let at_head = lint::read(&read_log(report), &scrub(head), &head.room);
                     let at_base =
                         lint::read(&read_log(&base_run.report), &scrub(&base), &base.room);
                     match compare(step, &at_head, &at_base, &prep.profile) {
                         Judged::New(note) => report.note = Some(note),
+                        Judged::Unheld { note, new } => {
+                            report.status = StepStatus::Preexisting;
+                            report.note = Some(note);
+                            self.notes.push(format!(
+                                "step `{}` fails at base, which is not held to it: {} reported, not blamed",
+                                report.name,
+                                plural(new, "new finding")
+                            ));
+                        }
                         Judged::Preexisting(detail) => {
                             report.status = StepStatus::Preexisting;
                             report.note =
@@ -127,6 +135,9 @@ impl GateRun<'_> {
 enum Judged {
     /// Blamed: the note says why (new findings, or a failing target the tests need).
     New(String),
+    /// New findings of a check base does not pass in the same way (see [`unheld`]): reported in the note,
+    /// not blamed.
+    Unheld { note: String, new: usize },
     /// Every finding is at base too; for a build, the targets that fail.
     Preexisting(Option<String>),
 }
@@ -137,7 +148,17 @@ fn compare(step: &Step, head: &Findings, base: &Findings, profile: &Profile) -> 
     let (at_head, at_base) = (head.compared(warnings_fail), base.compared(warnings_fail));
     let new = lint::new_findings(&at_head, &at_base);
     if !new.is_empty() {
-        return Judged::New(new_findings_note(&new));
+        return match unheld(step, &new, base) {
+            Some(why) => Judged::Unheld {
+                note: format!(
+                    "fails at base too, {why}: {} reported, not blamed (--strict-baseline blames them): {}",
+                    plural(new.len(), "new finding"),
+                    shown(&new)
+                ),
+                new: new.len(),
+            },
+            None => Judged::New(new_findings_note(&new)),
+        };
     }
     if step.kind != StepKind::Build || head.format != Format::Cargo {
         return Judged::Preexisting(None);
@@ -155,6 +176,33 @@ fn compare(step: &Step, head: &Findings, base: &Findings, profile: &Profile) -> 
         ));
     }
     Judged::Preexisting((!unneeded.is_empty()).then(|| format!("only in {}", unneeded.join(", "))))
+}
+
+/// Why a check that fails at base is not holding the project to the kind of its new findings, if it is not.
+/// Such findings come from the environment, not the change: a linter or formatter newer than the project's
+/// own (clippy adds lints each release; a project whose CI pins an older toolchain fails today's), or a tool
+/// the project does not use. So a format step failing at base is not held to at all, and a lint step only for
+/// warnings, where base already has warnings that fail it (a base failing only for errors, a bench needing
+/// nightly, may still hold its code to the lints). Errors (a lint denied by default, a compile error) and
+/// vet findings are always blamed.
+fn unheld(step: &Step, new: &[&Finding], base: &Findings) -> Option<String> {
+    match step.kind {
+        StepKind::Format => Some("so the project is not formatted by this tool at base".into()),
+        StepKind::Lint => {
+            let warned = base
+                .compared(step.fail_on_warnings)
+                .iter()
+                .filter(|f| f.level == Level::Warning)
+                .count();
+            (warned > 0 && new.iter().all(|f| f.level == Level::Warning)).then(|| {
+                format!(
+                    "for {} of its own: the project is not held to this linter's warnings here",
+                    plural(warned, "warning")
+                )
+            })
+        }
+        _ => None,
+    }
 }
 
 /// The targets with errors in a cargo build, split into those the test steps build and those they do not,
@@ -311,6 +359,71 @@ mod tests {
             Judged::New(note) => assert!(note.contains("src/lib.rs:1:1"), "{note}"),
             other => panic!("{other:?}"),
         }
+    }
+
+    fn warning(rule: &str, file: &str, text: &str) -> Finding {
+        let mut f = cargo_error("lib", file, text);
+        f.rule = rule.into();
+        f.level = Level::Warning;
+        f
+    }
+
+    #[test]
+    fn new_warnings_of_a_lint_base_already_fails_for_warnings_are_not_blamed() {
+        let rust = Profile::preset("rust").unwrap();
+        let lint = step(&rust, StepKind::Lint);
+        let base = cargo(vec![warning(
+            "clippy::needless_return",
+            "src/a.rs",
+            "return 1;",
+        )]);
+        let mut head = base.clone();
+        head.items.push(warning(
+            "clippy::unnecessary_map_or",
+            "src/walk.rs",
+            "x.map_or(false, |y| y)",
+        ));
+        match compare(lint, &head, &base, &rust) {
+            Judged::Unheld { note, new: 1 } => assert_eq!(
+                note,
+                "fails at base too, for 1 warning of its own: the project is not held to this linter's \
+                 warnings here: 1 new finding reported, not blamed (--strict-baseline blames them): \
+                 src/walk.rs:1:1: `#![feature]` may not be used on the stable release channel \
+                 [clippy::unnecessary_map_or]"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // An error beside them (a lint denied by default) is blamed.
+        let mut error = head.clone();
+        let mut denied = warning("clippy::eq_op", "src/lib.rs", "x == x");
+        denied.level = Level::Error;
+        error.items.push(denied);
+        assert!(matches!(
+            compare(lint, &error, &base, &rust),
+            Judged::New(_)
+        ));
+        // A vet step is never excused, even one failing on warnings: vet reports suspected bugs.
+        let go = Profile::preset("go").unwrap();
+        let mut vet = step(&go, StepKind::Vet).clone();
+        vet.fail_on_warnings = true;
+        assert!(matches!(compare(&vet, &head, &base, &go), Judged::New(_)));
+    }
+
+    #[test]
+    fn a_format_step_failing_at_base_does_not_blame_new_findings() {
+        let rust = Profile::preset("rust").unwrap();
+        let fmt = step(&rust, StepKind::Format);
+        let base = Findings {
+            format: Format::Text,
+            items: vec![line("Diff in src/a.rs:1:")],
+            human: String::new(),
+        };
+        let mut head = base.clone();
+        head.items.push(line("Diff in src/b.rs:4:"));
+        assert!(matches!(
+            compare(fmt, &head, &base, &rust),
+            Judged::Unheld { new: 1, .. }
+        ));
     }
 
     #[test]

@@ -177,6 +177,14 @@ pub(super) fn step_line(run: &StepRun) -> String {
     report_line(&run.report)
 }
 
+/// The console line of a step's run in the base room: the step named `NAME at base`, so that a long note cut
+/// at the terminal's width does not make it read as the step's own status.
+pub(super) fn base_step_line(run: &StepRun) -> String {
+    let mut report = run.report.clone();
+    report.name = format!("{} at base", report.name);
+    report_line(&report)
+}
+
 /// The console line of a step's report (see [`step_line`]).
 pub(super) fn report_line(r: &StepReport) -> String {
     let mut line = format!(

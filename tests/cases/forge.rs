@@ -374,12 +374,12 @@ fn issues_and_statuses(
 
 /// A repository with `origin` a bare repository holding `main`, and branch `vouch/t` one commit ahead,
 /// with the run's records of a verified run (the repository stands in for the workspace).
-struct Fixture {
-    repo: Repo,
-    bare: PathBuf,
+pub(super) struct Fixture {
+    pub repo: Repo,
+    pub bare: PathBuf,
 }
 
-fn fixture() -> Fixture {
+pub(super) fn fixture() -> Fixture {
     let repo = Repo::with_files(&[("README.md", "hello\n"), (".gitignore", ".vouch/\n")]);
     let bare = repo.tmp.path().join("remote.git");
     git(
@@ -443,7 +443,13 @@ impl Fixture {
         )
     }
 
-    fn pr_env(&self, forge: &FakeForge, kind: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
+    pub(super) fn pr_env(
+        &self,
+        forge: &FakeForge,
+        kind: &str,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Run {
         let ws = self.repo.dir.to_str().unwrap().to_string();
         let mut args = vec![
             "-vv",
@@ -477,7 +483,7 @@ impl Fixture {
         run
     }
 
-    fn remote_sha(&self, branch: &str) -> String {
+    pub(super) fn remote_sha(&self, branch: &str) -> String {
         git(&self.bare, &["rev-parse", branch])
     }
 }

@@ -9,6 +9,7 @@ mod cli;
 mod forge;
 mod forge_gate;
 mod forge_run;
+mod forge_ssh;
 mod gate_checks;
 mod gate_go;
 mod gate_node;
