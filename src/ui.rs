@@ -1,4 +1,5 @@
-//! Console progress on stderr: a spinner per running step (only on a terminal), then one line per step.
+//! Console progress on stderr: a spinner per running step (only on a terminal that can move its cursor),
+//! then one line per step.
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -16,10 +17,11 @@ pub struct Ui {
 
 impl Ui {
     pub fn new(quiet: bool) -> Ui {
-        let target = if quiet || !std::io::stderr().is_terminal() {
-            ProgressDrawTarget::hidden()
-        } else {
+        let term = std::env::var("TERM").ok();
+        let target = if draws(quiet, std::io::stderr().is_terminal(), term.as_deref()) {
             ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
         };
         Ui {
             multi: MultiProgress::with_draw_target(target),
@@ -61,6 +63,22 @@ impl Ui {
         pb
     }
 
+    /// Adds `pb`, made hidden and set up by the caller, to the drawn lines: it appears with its style,
+    /// prefix and message in place (a bar made on stderr would draw once before it has them).
+    pub fn add(&self, pb: ProgressBar) -> ProgressBar {
+        self.multi.add(pb)
+    }
+
+    /// The terminal's width in columns, when spinners and bars are drawn.
+    pub fn width(&self) -> Option<usize> {
+        if !self.live() {
+            return None;
+        }
+        console::Term::stderr()
+            .size_checked()
+            .map(|(_, cols)| usize::from(cols))
+    }
+
     /// Whether spinners and bars are drawn (a terminal, not quiet); without them, progress is told in lines.
     pub fn live(&self) -> bool {
         !self.quiet && !self.multi.is_hidden()
@@ -73,5 +91,25 @@ impl Ui {
             let line = clip_lines(line, CONSOLE_LINE, usize::MAX);
             self.multi.suspend(|| eprintln!("{line}"));
         }
+    }
+}
+
+/// Whether progress is drawn in place: not quiet, stderr a terminal, and one that moves its cursor
+/// (`TERM=dumb` does not: it gets plain lines). `NO_COLOR` asks for no colour, which the drawing has none of.
+fn draws(quiet: bool, terminal: bool, term: Option<&str>) -> bool {
+    !quiet && terminal && term != Some("dumb")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_is_drawn_only_on_a_terminal_that_moves_its_cursor() {
+        assert!(draws(false, true, Some("xterm-256color")));
+        assert!(draws(false, true, None));
+        assert!(!draws(false, true, Some("dumb")));
+        assert!(!draws(false, false, Some("xterm")));
+        assert!(!draws(true, true, Some("xterm")));
     }
 }

@@ -5,7 +5,10 @@
 //! Endpoints: `GET/POST /repos/{o}/{r}/pulls`, `GET/PATCH /repos/{o}/{r}/pulls/{n}`,
 //! `POST /repos/{o}/{r}/statuses/{sha}`, `GET/POST /repos/{o}/{r}/issues/{n}/comments`,
 //! `PATCH /repos/{o}/{r}/issues/comments/{id}`, `GET /repos/{o}/{r}/issues?labels=`,
-//! `POST/PUT /repos/{o}/{r}/issues/{n}/labels`, under the API base (Gitea's is `…/api/v1`).
+//! `POST/PUT /repos/{o}/{r}/issues/{n}/labels`, under the API base (Gitea's is `…/api/v1`). GitLab's
+//! (`…/api/v4`, the token in `PRIVATE-TOKEN`): `/projects/{o}%2F{r}/merge_requests`,
+//! `GET /projects/{o}%2F{r}/issues?labels=&state=opened`, `PUT /projects/{o}%2F{r}/issues/{iid}` with
+//! `add_labels` or `remove_labels`.
 
 use std::time::{Duration, Instant};
 

@@ -14,6 +14,7 @@ use axum::Router;
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
+use crate::util::model_server::calc::{self, CALC, FIXED, INERT_TEST, NEW_TEST, OLD_TEST};
 use crate::util::{snapshot_dir, Repo, Run};
 
 // ---------------------------------------------------------------------------------------------------------
@@ -266,15 +267,7 @@ fn check_history(body: &Value, previous: Option<&(Value, Value)>) -> Result<(), 
 
 /// An answer with native tool calls `(name, arguments)`, ids `call_<n>_<i>`.
 fn calls(n: usize, list: &[(&str, Value)]) -> Answer {
-    Answer::Message(json!({
-        "role": "assistant",
-        "content": "",
-        "tool_calls": list.iter().enumerate().map(|(i, (name, args))| json!({
-            "id": format!("call_{n}_{i}"),
-            "type": "function",
-            "function": {"name": name, "arguments": args.to_string()},
-        })).collect::<Vec<_>>(),
-    }))
+    Answer::Message(crate::util::model_server::tool_calls(n, list))
 }
 
 fn call(n: usize, name: &str, args: Value) -> Answer {
@@ -288,12 +281,13 @@ fn text(content: &str) -> Answer {
 // ---------------------------------------------------------------------------------------------------------
 // The fixture: a Python project whose add() subtracts.
 
-const CALC: &str = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
-const FIXED: &str = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
-const OLD_TEST: &str = "from calc import sub\n\n\ndef test_sub():\n    assert sub(3, 1) == 2\n";
-const NEW_TEST: &str = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n";
-const INERT_TEST: &str =
-    "from calc import add\n\n\ndef test_add_zero():\n    assert add(0, 0) == 0\n";
+/// [`calc::fix_with`] as this server's answers.
+fn fix_with(path: &str, test: &str) -> Vec<Answer> {
+    calc::fix_with(path, test)
+        .into_iter()
+        .map(Answer::Message)
+        .collect()
+}
 
 fn calc_repo() -> Repo {
     let repo = Repo::with_files(&[
@@ -608,25 +602,13 @@ async fn a_test_that_does_not_bite_goes_back_for_repair_and_is_rejected_when_res
 {
     let repo = calc_repo();
     let before = user_state(&repo);
-    let model = Model::start(vec![
-        call(
-            1,
-            "write_file",
-            json!({"path": "calc.py", "content": FIXED}),
-        ),
-        call(
-            2,
-            "write_file",
-            json!({"path": "test_add.py", "content": INERT_TEST}),
-        ),
-        call(3, "submit", json!({"verdict": "GO", "summary": "fixed"})),
-        call(
-            4,
-            "submit",
-            json!({"verdict": "GO", "summary": "fixed, really"}),
-        ),
-    ])
-    .await;
+    let mut answers = fix_with("test_add.py", INERT_TEST);
+    answers.push(call(
+        4,
+        "submit",
+        json!({"verdict": "GO", "summary": "fixed, really"}),
+    ));
+    let model = Model::start(answers).await;
     let run = vouch_run(
         &repo,
         &model,
@@ -1328,19 +1310,7 @@ async fn a_run_resumed_after_a_failed_gate_reports_the_whole_gate_report() {
     );
     let task = repo.tmp.path().join("resume-gate.md");
     let task = task.to_str().unwrap();
-    let mut answers = vec![
-        call(
-            1,
-            "write_file",
-            json!({"path": "calc.py", "content": FIXED}),
-        ),
-        call(
-            2,
-            "write_file",
-            json!({"path": "test_add.py", "content": INERT_TEST}),
-        ),
-        call(3, "submit", json!({"verdict": "GO", "summary": "fixed"})),
-    ];
+    let mut answers = fix_with("test_add.py", INERT_TEST);
     // The repair message goes out, and the server is gone.
     answers.extend((0..5).map(|_| Answer::Dead));
     let model = Model::start(answers).await;
@@ -1404,20 +1374,7 @@ async fn verified_run(repo: &Repo, id: &str) {
 }
 
 async fn verified_run_with(repo: &Repo, id: &str, args: &[&str]) {
-    let model = Model::start(vec![
-        call(
-            1,
-            "write_file",
-            json!({"path": "calc.py", "content": FIXED}),
-        ),
-        call(
-            2,
-            "write_file",
-            json!({"path": "test_add.py", "content": NEW_TEST}),
-        ),
-        call(3, "submit", json!({"verdict": "GO", "summary": "fixed"})),
-    ])
-    .await;
+    let model = Model::start(fix_with("test_add.py", NEW_TEST)).await;
     let mut full = vec!["--prompt", id];
     full.extend_from_slice(args);
     let run = vouch_run(repo, &model, &full).await;
@@ -1718,20 +1675,7 @@ async fn a_near_miss_edit_succeeds_through_the_cascade_and_an_ambiguous_one_fail
 async fn the_gate_checks_given_to_vouch_run_judge_its_change() {
     // The inert test that goes back for repair above is verified when the run turns the bite check off.
     let repo = calc_repo();
-    let model = Model::start(vec![
-        call(
-            1,
-            "write_file",
-            json!({"path": "calc.py", "content": FIXED}),
-        ),
-        call(
-            2,
-            "write_file",
-            json!({"path": "test_add.py", "content": INERT_TEST}),
-        ),
-        call(3, "submit", json!({"verdict": "GO", "summary": "fixed"})),
-    ])
-    .await;
+    let model = Model::start(fix_with("test_add.py", INERT_TEST)).await;
     let run = vouch_run(
         &repo,
         &model,

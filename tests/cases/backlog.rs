@@ -9,15 +9,9 @@ use std::time::{Duration, Instant};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
+use crate::util::model_server::calc::{self, CALC, INERT_TEST, NEW_TEST, OLD_TEST};
 use crate::util::model_server::{call, task_text, Answer, ModelServer};
 use crate::util::{snapshot_dir, Repo, Run};
-
-const CALC: &str = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
-const FIXED: &str = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
-const OLD_TEST: &str = "from calc import sub\n\n\ndef test_sub():\n    assert sub(3, 1) == 2\n";
-const NEW_TEST: &str = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n";
-const INERT_TEST: &str =
-    "from calc import add\n\n\ndef test_add_zero():\n    assert add(0, 0) == 0\n";
 
 pub(super) fn calc_repo() -> Repo {
     Repo::with_files(&[
@@ -31,7 +25,7 @@ pub(super) fn calc_repo() -> Repo {
 }
 
 /// Task files `<id>.md` titled `Title <id>` in a folder beside the repository; the folder.
-fn tasks(repo: &Repo, ids: &[&str]) -> PathBuf {
+pub(super) fn tasks(repo: &Repo, ids: &[&str]) -> PathBuf {
     let dir = repo.tmp.path().join("tasks");
     std::fs::create_dir_all(&dir).unwrap();
     for id in ids {
@@ -47,25 +41,17 @@ fn tasks(repo: &Repo, ids: &[&str]) -> PathBuf {
     dir
 }
 
-fn title(id: &str) -> String {
+pub(super) fn title(id: &str) -> String {
     format!("Title {id}")
 }
 
 /// A fix with a biting test: verified.
-fn fixing() -> Vec<Answer> {
-    vec![
-        call(
-            1,
-            "write_file",
-            json!({"path": "calc.py", "content": FIXED}),
-        ),
-        call(
-            2,
-            "write_file",
-            json!({"path": "test_add.py", "content": NEW_TEST}),
-        ),
-        call(3, "submit", json!({"verdict": "GO", "summary": "fixed"})),
-    ]
+pub(super) fn fixing() -> Vec<Answer> {
+    answers(calc::fix_with("test_add.py", NEW_TEST))
+}
+
+fn answers(messages: Vec<Value>) -> Vec<Answer> {
+    messages.into_iter().map(Answer::Message).collect()
 }
 
 pub(super) fn no_go(why: &str) -> Answer {
@@ -80,7 +66,7 @@ fn slow_no_go(delay: Duration) -> Answer {
 }
 
 /// `vouch backlog DIR --repo REPO --endpoint URL ARGS -- RUN_ARGS` as a command (not started).
-fn command(
+pub(super) fn command(
     repo: &Repo,
     dir: &Path,
     url: &str,
@@ -648,20 +634,11 @@ async fn a_rejected_attempt_is_retried_with_the_gate_findings_then_escalated() {
     // Attempt 1: a test that does not bite, rejected at once (no repair cycles). Attempt 2: NO-GO.
     let server = ModelServer::start(vec![(
         "Title retry",
-        vec![
-            call(
-                1,
-                "write_file",
-                json!({"path": "calc.py", "content": FIXED}),
-            ),
-            call(
-                2,
-                "write_file",
-                json!({"path": "test_zero.py", "content": INERT_TEST}),
-            ),
-            call(3, "submit", json!({"verdict": "GO", "summary": "fixed"})),
-            no_go("still stuck"),
-        ],
+        [
+            answers(calc::fix_with("test_zero.py", INERT_TEST)),
+            vec![no_go("still stuck")],
+        ]
+        .concat(),
     )])
     .await;
     let stronger = ModelServer::start(vec![("Title retry", vec![no_go("even the big one")])]).await;

@@ -127,6 +127,9 @@ async fn forge_handler(
     {
         return gitlab_merge_requests(&mut st, method.as_str(), rest, uri.query(), &json);
     }
+    if let Some(rest) = uri.path().strip_prefix("/api/v4/projects/o%2Fr/issues") {
+        return gitlab_issues(&mut st, method.as_str(), rest, &full, &json);
+    }
     let path = uri.path().trim_start_matches("/api/v1");
     if let Some(answer) = issues_and_statuses(&mut st, method.as_str(), path, &json) {
         return answer;
@@ -226,6 +229,76 @@ fn gitlab_merge_requests(
             let mr = st.prs.iter_mut().find(|m| m["iid"] == iid).unwrap();
             mr["description"] = json["description"].clone();
             axum::Json(mr.clone()).into_response()
+        }
+        _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
+    }
+}
+
+/// GitLab's issues as its API documents them: listed with the `labels` filter (all of them, comma-separated)
+/// and `state` (`opened`, `closed`, all when left out) applied, each with `iid`, `description` and plain
+/// label names; edited by `PUT` with `add_labels` and `remove_labels` (comma-separated names).
+fn gitlab_issues(
+    st: &mut ForgeState,
+    method: &str,
+    rest: &str,
+    full: &str,
+    json: &Value,
+) -> Response {
+    let query: HashMap<String, String> = reqwest::Url::parse(&format!("http://forge{full}"))
+        .unwrap()
+        .query_pairs()
+        .into_owned()
+        .collect();
+    let names = |v: &Value| -> Vec<String> {
+        v.as_str()
+            .unwrap_or("")
+            .split(',')
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    match (method, rest) {
+        ("GET", "") => {
+            let wanted = names(&json!(query.get("labels").cloned().unwrap_or_default()));
+            let mut list: Vec<Value> = st
+                .issues
+                .values()
+                .filter(|i| {
+                    query
+                        .get("state")
+                        .is_none_or(|s| s == "all" || i["state"] == s.as_str())
+                })
+                .filter(|i| {
+                    let has = i["labels"].as_array().cloned().unwrap_or_default();
+                    wanted.iter().all(|w| has.contains(&json!(w)))
+                })
+                .cloned()
+                .collect();
+            list.sort_by_key(|i| std::cmp::Reverse(i["iid"].as_u64()));
+            axum::Json(Value::Array(list)).into_response()
+        }
+        ("GET", n) | ("PUT", n) => {
+            let iid: u64 = n.trim_start_matches('/').parse().unwrap();
+            let Some(issue) = st.issues.get_mut(&iid) else {
+                return (
+                    StatusCode::NOT_FOUND,
+                    axum::Json(json!({"message": "404 Issue Not Found"})),
+                )
+                    .into_response();
+            };
+            if method == "PUT" {
+                let mut labels: Vec<Value> =
+                    issue["labels"].as_array().cloned().unwrap_or_default();
+                for l in names(&json["add_labels"]) {
+                    if !labels.contains(&json!(l)) {
+                        labels.push(json!(l));
+                    }
+                }
+                let gone = names(&json["remove_labels"]);
+                labels.retain(|l| !gone.iter().any(|g| l == g.as_str()));
+                issue["labels"] = Value::Array(labels);
+            }
+            axum::Json(issue.clone()).into_response()
         }
         _ => StatusCode::METHOD_NOT_ALLOWED.into_response(),
     }

@@ -14,6 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
 use super::forge::{assert_no_token, files_with_token, git, serve, FakeForge, TOKEN};
+use crate::util::model_server;
 use crate::util::{Repo, Run};
 
 const CALC: &str = "def add(a, b):\n    return a - b\n";
@@ -52,19 +53,11 @@ async fn model_handler(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("no key sent");
     let message: Value = serde_json::from_str(&message.to_string().replace("@KEY@", auth)).unwrap();
-    axum::Json(json!({
-        "id": "x", "object": "chat.completion",
-        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 10},
-    }))
-    .into_response()
+    axum::Json(model_server::completion(message)).into_response()
 }
 
 fn call(n: usize, name: &str, args: Value) -> Value {
-    json!({"role": "assistant", "content": "", "tool_calls": [{
-        "id": format!("call_{n}"), "type": "function",
-        "function": {"name": name, "arguments": args.to_string()},
-    }]})
+    model_server::tool_calls(n, &[(name, args)])
 }
 
 fn model(answers: Vec<Value>) -> (String, Model) {

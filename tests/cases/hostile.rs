@@ -155,15 +155,8 @@ async fn serve(State(script): State<Script>, req: Request) -> Response {
 /// A 200 whose message makes these calls `(name, arguments)`, ids `call_<n>_<i>`.
 fn calls(n: usize, list: &[(&str, Value)]) -> Answer {
     Answer::Body(json!({
-        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": list.iter().enumerate().map(|(i, (name, args))| json!({
-                "id": format!("call_{n}_{i}"),
-                "type": "function",
-                "function": {"name": name, "arguments": args.to_string()},
-            })).collect::<Vec<_>>(),
-        }}],
+        "choices": [{"index": 0, "finish_reason": "tool_calls",
+                     "message": crate::util::model_server::tool_calls(n, list)}],
         "usage": {"prompt_tokens": 100, "completion_tokens": 10},
     }))
 }

@@ -1,5 +1,6 @@
 mod agent;
 mod backlog;
+mod backlog_board;
 mod backlog_forge;
 mod bite;
 mod bite_cargo;

@@ -273,6 +273,7 @@ pub fn preset(name: &str) -> String {
 }
 pub mod llama;
 pub mod model_server;
+pub mod pty;
 pub mod tls;
 
 /// Serves `app` on a free loopback port; returns its base URL and the server task (abort it when done).

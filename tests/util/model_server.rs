@@ -226,17 +226,21 @@ async fn answer(State(shared): State<Arc<Mutex<Shared>>>, req: Request) -> Respo
 }
 
 fn reply(message: Value) -> Response {
-    let reply = json!({
+    Response::builder()
+        .status(200)
+        .header("content-type", "application/json")
+        .body(Body::from(completion(message).to_string()))
+        .unwrap()
+}
+
+/// The body of a `POST /v1/chat/completions` answer carrying `message` (100 prompt tokens, 10 completion).
+pub fn completion(message: Value) -> Value {
+    json!({
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 100, "completion_tokens": 10},
-    });
-    Response::builder()
-        .status(200)
-        .header("content-type", "application/json")
-        .body(Body::from(reply.to_string()))
-        .unwrap()
+    })
 }
 
 /// A new conversation (system and user message only), or one that extends the session's previous request;
@@ -280,9 +284,10 @@ fn check(body: &Value, previous: Option<&Value>) -> Option<String> {
     }
 }
 
-/// An answer with native tool calls `(name, arguments)`, ids `call_<n>_<i>`.
-pub fn calls(n: usize, list: &[(&str, Value)]) -> Answer {
-    Answer::Message(json!({
+/// An assistant message with native tool calls `(name, arguments)`, ids `call_<n>_<i>`: the message every
+/// scripted model server of the tests answers a tool call with.
+pub fn tool_calls(n: usize, list: &[(&str, Value)]) -> Value {
+    json!({
         "role": "assistant",
         "content": "",
         "tool_calls": list.iter().enumerate().map(|(i, (name, args))| json!({
@@ -290,7 +295,12 @@ pub fn calls(n: usize, list: &[(&str, Value)]) -> Answer {
             "type": "function",
             "function": {"name": name, "arguments": args.to_string()},
         })).collect::<Vec<_>>(),
-    }))
+    })
+}
+
+/// An answer with native tool calls `(name, arguments)`, ids `call_<n>_<i>`.
+pub fn calls(n: usize, list: &[(&str, Value)]) -> Answer {
+    Answer::Message(tool_calls(n, list))
 }
 
 pub fn call(n: usize, name: &str, args: Value) -> Answer {
@@ -305,4 +315,37 @@ pub fn task_text(request: &Value) -> String {
         .and_then(|m| m["content"].as_str())
         .unwrap_or_default()
         .to_string()
+}
+
+/// The Python project most scripted runs work on: `calc.py` whose `add()` subtracts, its test of `sub()`,
+/// the fix, a test that bites the bug and one that does not.
+pub mod calc {
+    use serde_json::{json, Value};
+
+    pub const CALC: &str =
+        "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
+    pub const FIXED: &str =
+        "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
+    pub const OLD_TEST: &str =
+        "from calc import sub\n\n\ndef test_sub():\n    assert sub(3, 1) == 2\n";
+    pub const NEW_TEST: &str =
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n";
+    pub const INERT_TEST: &str =
+        "from calc import add\n\n\ndef test_add_zero():\n    assert add(0, 0) == 0\n";
+
+    /// The three answers of a run that fixes `add()`, writes `test` as `path` and says GO (calls
+    /// `call_1_0` to `call_3_0`).
+    pub fn fix_with(path: &str, test: &str) -> Vec<Value> {
+        vec![
+            super::tool_calls(
+                1,
+                &[("write_file", json!({"path": "calc.py", "content": FIXED}))],
+            ),
+            super::tool_calls(2, &[("write_file", json!({"path": path, "content": test}))]),
+            super::tool_calls(
+                3,
+                &[("submit", json!({"verdict": "GO", "summary": "fixed"}))],
+            ),
+        ]
+    }
 }
