@@ -581,3 +581,30 @@ fn a_second_gate_run_of_the_same_change_takes_the_bite_check_from_the_cache() {
     );
     assert_eq!(inert_again.verdict(), "fail", "{}", inert_again.explain());
 }
+
+#[test]
+fn a_python_test_whose_id_changes_between_runs_is_absent_and_does_not_hide_the_others() {
+    // marshmallow's shape: a parameter holding the time gives the test another id in every run, so the bite
+    // room's pytest does not find the id head ran, and then runs none of the selection.
+    let r = repo(&PYTHON);
+    let tests = "import time\n\nimport pytest\n\nfrom calc import absolute\n\n\ndef test_negative():\n    assert absolute(-3) == 3\n\n\n@pytest.mark.parametrize(\"stamp\", [time.time_ns()])\ndef test_stamped(stamp):\n    assert absolute(stamp) == stamp\n";
+    let g = change(
+        &r,
+        &[PYTHON.fix, ("tests/test_abs.py", tests)],
+        "fix abs, with a test whose id holds the time",
+    );
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    assert_eq!(bite(&g)["status"], "bites", "{}", g.explain());
+    let got = outcomes(&g);
+    assert!(
+        got.contains(&("tests/test_abs.py::test_negative".into(), "bites".into())),
+        "{got:?}\n{}",
+        g.explain()
+    );
+    let stamped: Vec<&(String, String)> = got
+        .iter()
+        .filter(|(id, _)| id.starts_with("tests/test_abs.py::test_stamped["))
+        .collect();
+    assert_eq!(stamped.len(), 1, "{got:?}");
+    assert_eq!(stamped[0].1, "absent", "{got:?}\n{}", g.explain());
+}

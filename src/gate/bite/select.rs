@@ -5,6 +5,7 @@
 //! judged on its own.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use crate::gate::cargo::Layout;
 use crate::gate::results::{self, Runner};
@@ -127,6 +128,32 @@ pub fn commands(
         .collect()
 }
 
+/// The selected ids pytest says it did not find (`ERROR: not found: ROOM/tests/t.py::test_x[...]`) in a run's
+/// output: tests whose parametrized ids change between runs (a parameter holding the time, a random value)
+/// are named at head by ids the reverted run no longer has, and pytest then runs none of the selection.
+/// pytest 8 names such an id without its parameters (`…::test_x`): every selected id of that function is
+/// then taken as not found.
+pub fn pytest_not_found(output: &str, room: &Path, ids: &[String]) -> Vec<String> {
+    let prefix = format!("{}/", room.display());
+    let named: Vec<&str> = output
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("ERROR: not found: "))
+        .map(|rest| {
+            rest.trim()
+                .strip_prefix(prefix.as_str())
+                .unwrap_or(rest.trim())
+        })
+        .collect();
+    let unparametrized = |id: &str| id.split_once('[').map_or(id, |(f, _)| f).to_owned();
+    ids.iter()
+        .filter(|id| {
+            named.contains(&id.as_str())
+                || (id.contains('[') && named.contains(&unparametrized(id).as_str()))
+        })
+        .cloned()
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,6 +224,26 @@ mod tests {
         assert_eq!(
             got[0].1,
             own(&["example.com/a::TestX", "example.com/a::TestZ"])
+        );
+    }
+
+    #[test]
+    fn the_ids_pytest_did_not_find_are_read_from_its_output() {
+        let out = "collected 370 items\n\nno tests ran in 1.47s\nERROR: not found: /r/bite/tests/t.py::T::test_at[01:08:47 2026-12-02]\n(no name '/r/bite/tests/t.py::T::test_at[01:08:47 2026-12-02]' in any of [<Module t.py>])\n\nERROR: not found: /elsewhere/t.py::x\n";
+        let ids = own(&[
+            "tests/t.py::T::test_at[01:08:47 2026-12-02]",
+            "tests/t.py::T::test_ok",
+        ]);
+        assert_eq!(
+            pytest_not_found(out, Path::new("/r/bite"), &ids),
+            own(&["tests/t.py::T::test_at[01:08:47 2026-12-02]"])
+        );
+        assert!(pytest_not_found("2 passed", Path::new("/r/bite"), &ids).is_empty());
+        // pytest 8 drops the parameters from the name.
+        let v8 = "no tests ran in 0.01s\nERROR: not found: /r/bite/tests/t.py::T::test_at\n(no match in any of [<Module t.py>])\n";
+        assert_eq!(
+            pytest_not_found(v8, Path::new("/r/bite"), &ids),
+            own(&["tests/t.py::T::test_at[01:08:47 2026-12-02]"])
         );
     }
 
