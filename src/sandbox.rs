@@ -168,6 +168,9 @@ struct Host {
     home: Option<PathBuf>,
     /// Directories under the home that toolchains live in (read-only inside).
     toolchains: Vec<PathBuf>,
+    /// Toolchains under `/tmp` or `/var/tmp` (a virtual environment made there), which the private temporary
+    /// directories would hide: put back read-only.
+    temporary: Vec<PathBuf>,
 }
 
 /// Variables that point at toolchains (their directories stay visible when they lie in the home).
@@ -200,9 +203,22 @@ const CREDENTIAL_FILES: &[&str] = &[
 
 impl Host {
     fn current() -> Host {
+        let temporary = temporary_toolchains(
+            std::env::var_os("PATH")
+                .map(|p| std::env::split_paths(&p).collect())
+                .unwrap_or_default(),
+            TOOLCHAIN_DIRS
+                .iter()
+                .filter_map(|v| std::env::var_os(v).filter(|v| !v.is_empty()))
+                .map(PathBuf::from)
+                .collect(),
+        );
         let home = dirs::home_dir().filter(|h| h.is_absolute() && h != Path::new("/"));
         let Some(home) = home else {
-            return Host::default();
+            return Host {
+                temporary,
+                ..Host::default()
+            };
         };
         let mut toolchains: Vec<PathBuf> = Vec::new();
         let mut add = |p: PathBuf| {
@@ -232,8 +248,31 @@ impl Host {
         Host {
             home: Some(home),
             toolchains,
+            temporary,
         }
     }
+}
+
+/// The toolchain directories among PATH's (`path`) and the toolchain variables' (`vars`) that lie under `/tmp` or
+/// `/var/tmp`: a PATH entry's parent when it is a `bin` directory (the virtual environment), else the directory.
+fn temporary_toolchains(path: Vec<PathBuf>, vars: Vec<PathBuf>) -> Vec<PathBuf> {
+    let under_tmp = |p: &Path| {
+        p.is_absolute()
+            && p != Path::new("/tmp")
+            && p != Path::new("/var/tmp")
+            && (p.starts_with("/tmp") || p.starts_with("/var/tmp"))
+    };
+    let mut out: Vec<PathBuf> = Vec::new();
+    let from_path = path.into_iter().map(|d| match d.file_name() {
+        Some(n) if n == "bin" => d.parent().map_or(d.clone(), Path::to_path_buf),
+        _ => d,
+    });
+    for dir in from_path.chain(vars) {
+        if under_tmp(&dir) && dir.is_dir() && !out.iter().any(|o| dir.starts_with(o)) {
+            out.push(dir);
+        }
+    }
+    out
 }
 
 fn push(out: &mut Vec<String>, args: &[&str]) {
@@ -308,6 +347,9 @@ fn bwrap_argv(
                 out.extend(["--ro-bind".into(), "/dev/null".into(), path_str(&f)]);
             }
         }
+    }
+    for dir in &host.temporary {
+        out.extend(["--ro-bind".into(), path_str(dir), path_str(dir)]);
     }
     // Readable and writable places may lie in the hidden home or under the private /tmp: put them back.
     for dir in &policy.readable {
@@ -422,7 +464,35 @@ mod tests {
         Host {
             home: Some("/home/u".into()),
             toolchains: vec!["/home/u/.cargo".into(), "/home/u/.rustup".into()],
+            temporary: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_toolchain_under_tmp_is_put_back_over_the_private_tmp() {
+        let venv = tempfile::tempdir_in("/tmp").unwrap();
+        let bin = venv.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let found = temporary_toolchains(
+            vec![bin.clone(), "/usr/bin".into(), "/tmp".into()],
+            vec![venv.path().to_path_buf(), "/tmp/does-not-exist".into()],
+        );
+        assert_eq!(found, vec![venv.path().to_path_buf()]);
+        let mut h = host();
+        h.temporary = found;
+        let args = bwrap_argv(
+            Path::new("/usr/bin/bwrap"),
+            &argv(&["python3"]),
+            Path::new("/w"),
+            &Policy::default(),
+            &h,
+        )
+        .join(" ");
+        let bound = format!("--ro-bind {0} {0}", venv.path().display());
+        assert!(
+            args.find("--tmpfs /tmp ").unwrap() < args.find(&bound).unwrap(),
+            "{args}"
+        );
     }
 
     fn argv(s: &[&str]) -> Vec<String> {
