@@ -64,6 +64,14 @@ pub fn fingerprint(profile: &Profile, steps: &[&Step], tools: &str) -> String {
     )
 }
 
+/// The programs `steps` start, resolved on PATH (those not found are left out).
+pub fn programs<'a>(steps: impl Iterator<Item = &'a Step>) -> Vec<PathBuf> {
+    steps
+        .filter_map(|s| s.raw_argv().first().cloned())
+        .filter_map(|p| crate::process::find_program(&p, None, Path::new(".")))
+        .collect()
+}
+
 /// A fingerprint of the programs a command line uses: their resolved path and modification time.
 pub fn tool_fingerprint(programs: &[PathBuf]) -> String {
     programs
@@ -120,11 +128,7 @@ impl GateRun<'_> {
         }
         let prep = self.prep;
         let base_steps = base_steps(&prep.profile);
-        let programs: Vec<PathBuf> = base_steps
-            .iter()
-            .filter_map(|s| s.raw_argv().first().cloned())
-            .filter_map(|p| crate::process::find_program(&p, None, Path::new(".")))
-            .collect();
+        let programs = programs(base_steps.iter().copied());
         let fingerprint = fingerprint(&prep.profile, &base_steps, &tool_fingerprint(&programs));
         let key = key(&prep.base_tree, &fingerprint);
         if !self.opts.refresh_baseline {

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::error::VouchError;
+use crate::gate::baseline;
 use crate::gate::bite::plan::Overlay;
 use crate::gate::bite::{self, cache, BiteReport, BiteTest, Plan};
 use crate::gate::cargo::{self, Layout};
@@ -116,14 +117,8 @@ impl GateRun<'_> {
     /// The cache key of this gate run's bite check (see [`cache`]).
     fn bite_cache_key(&self, policy: &BitePolicy, head_results: &[TestResult]) -> String {
         let prep = self.prep;
-        let programs: Vec<std::path::PathBuf> = prep
-            .profile
-            .steps
-            .iter()
-            .filter_map(|s| s.raw_argv().first().cloned())
-            .filter_map(|p| crate::process::find_program(&p, None, std::path::Path::new(".")))
-            .collect();
-        let tools = crate::gate::baseline::tool_fingerprint(&programs);
+        let programs = baseline::programs(prep.profile.steps.iter());
+        let tools = baseline::tool_fingerprint(&programs);
         cache::key(&cache::KeyParts {
             base: &prep.base.sha,
             head: &prep.head.sha,
