@@ -310,19 +310,15 @@ impl GateRun<'_> {
         {
             covered.extend(ids.iter().cloned());
             if let Some(build) = bite::select::build_command(runner, &cmd) {
-                let (_, outcomes) = steps::run_selection(
-                    step,
-                    &env,
-                    &[build],
-                    &format!("{logs_name}{i}-build-"),
-                    limits.build,
-                    self.cancel,
-                )
-                .await?;
-                if self.cancel.is_cancelled() {
-                    return Err(VouchError::Interrupted.into());
-                }
-                let built = outcomes.first().cloned().unwrap_or_default();
+                let (_, built) = self
+                    .select_one(
+                        step,
+                        &env,
+                        build,
+                        &format!("{logs_name}{i}-build-"),
+                        limits.build,
+                    )
+                    .await?;
                 if built.timed_out {
                     out.build_timed_out = true;
                     out.tests.extend(
@@ -339,20 +335,10 @@ impl GateRun<'_> {
                     continue;
                 }
             }
-            let (results, outcomes) = steps::run_selection(
-                step,
-                &env,
-                &[cmd],
-                &format!("{logs_name}{i}-"),
-                limits.tests,
-                self.cancel,
-            )
-            .await?;
-            if self.cancel.is_cancelled() {
-                return Err(VouchError::Interrupted.into());
-            }
-            let mut outcome = outcomes.first().cloned().unwrap_or_default();
-            let (mut ids, mut results) = (ids, results);
+            let (mut results, mut outcome) = self
+                .select_one(step, &env, cmd, &format!("{logs_name}{i}-"), limits.tests)
+                .await?;
+            let mut ids = ids;
             // Ids pytest no longer finds (they embed the time, say) make it run none of the selection: they are
             // absent, and the others run again on their own.
             let missing = if runner == Runner::Pytest && results.is_empty() {
@@ -373,20 +359,15 @@ impl GateRun<'_> {
                     .next()
                     .filter(|_| !ids.is_empty())
                 {
-                    let (r, o) = steps::run_selection(
-                        step,
-                        &env,
-                        &[again],
-                        &format!("{logs_name}{i}-found-"),
-                        limits.tests,
-                        self.cancel,
-                    )
-                    .await?;
-                    if self.cancel.is_cancelled() {
-                        return Err(VouchError::Interrupted.into());
-                    }
-                    results = r;
-                    outcome = o.first().cloned().unwrap_or_default();
+                    (results, outcome) = self
+                        .select_one(
+                            step,
+                            &env,
+                            again,
+                            &format!("{logs_name}{i}-found-"),
+                            limits.tests,
+                        )
+                        .await?;
                 }
             }
             out.tests_timed_out |= outcome.timed_out;
@@ -403,6 +384,23 @@ impl GateRun<'_> {
         }
         drop(room);
         Ok(out)
+    }
+
+    /// Runs one selection command in `env`: its results and outcome; Ctrl-C during it interrupts the gate.
+    async fn select_one(
+        &self,
+        step: &Step,
+        env: &StepEnv,
+        cmd: Vec<String>,
+        label: &str,
+        timeout: Duration,
+    ) -> Result<(Vec<TestResult>, crate::process::Outcome)> {
+        let (results, outcomes) =
+            steps::run_selection(step, env, &[cmd], label, timeout, self.cancel).await?;
+        if self.cancel.is_cancelled() {
+            return Err(VouchError::Interrupted.into());
+        }
+        Ok((results, outcomes.into_iter().next().unwrap_or_default()))
     }
 
     /// The bite check for a test step without per-test results: the whole test command runs in the reverted
@@ -433,20 +431,10 @@ impl GateRun<'_> {
             .start("bite check: the whole test command without the production change");
         let (room, bite_places) = open_bite_room(self.opts, self.prep, plan).await?;
         let env = step_env(self.prep, &room, &bite_places);
-        let (_, outcomes) = steps::run_selection(
-            step,
-            &env,
-            &[step.raw_argv()],
-            "bite-whole-",
-            limit,
-            self.cancel,
-        )
-        .await?;
+        let (_, reverted) = self
+            .select_one(step, &env, step.raw_argv(), "bite-whole-", limit)
+            .await?;
         drop(room);
-        if self.cancel.is_cancelled() {
-            return Err(VouchError::Interrupted.into());
-        }
-        let reverted = outcomes.into_iter().next().unwrap_or_default();
         let outcome = if reverted.timed_out {
             TestOutcome::Timeout
         } else if reverted.success() {
