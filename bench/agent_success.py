@@ -377,10 +377,17 @@ def run_vouch(name, d, proxy, a):
     env.update(GIT_ENV, VOUCH_CACHE=os.path.join(d, "cache"), VOUCH_DATA=os.path.join(d, "data"),
                XDG_CONFIG_HOME=os.path.join(d, "config"))
     report_path = os.path.join(d, "report.json")
+    # The endpoint probe's result, as a user has it after the first run: each run has a cache of its own, so
+    # it is carried from run to run (probing every run cost 20-70 s and evicted the server's cached prompt).
+    probes = os.path.join(WORK, f"probe-cache-{a.model}-{a.port}")
+    if os.path.isdir(probes):
+        shutil.copytree(probes, os.path.join(d, "cache", "probe"), dirs_exist_ok=True)
     cmd = ["nice", "-n", "19", VOUCH, "run", "--task", os.path.join(TASKS, name + ".md"), "--repo", repo,
            "--endpoint", proxy.url, "--max-turns", str(a.turns), "--wall-time", f"{a.wall}s",
            "--max-tokens", str(a.max_tokens), "--author", "Agent <agent@example.com>", "--json", report_path]
     code, wall, killed = run_proc(cmd, d, env, os.path.join(d, "vouch.log"), a.wall + a.grace)
+    if os.path.isdir(os.path.join(d, "cache", "probe")):
+        shutil.copytree(os.path.join(d, "cache", "probe"), probes, dirs_exist_ok=True)
     rep = json.load(open(report_path)) if os.path.exists(report_path) else {}
     status = rep.get("status") or ("killed" if killed else f"exit {code}")
     # The final change: the branch's commit, else what the worktree holds uncommitted.
@@ -437,6 +444,7 @@ def run(a):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     data = load(path) if a.resume else {"runs": []}
     data.update(model=a.model, limits={"turns": a.turns, "wall_s": a.wall, "max_tokens": a.max_tokens},
+                server_nice=a.server_nice,
                 machine=f"{os.cpu_count()} cores, {os.uname().sysname} {os.uname().machine}",
                 mini_swe_agent=mswea.MSWEA_VERSION)
     done = {(r["task"], r["harness"]) for r in data["runs"]}
@@ -450,8 +458,8 @@ def run(a):
         table(data, a.markdown)
         return 0
     mini = mswea.ensure_venv() if "mini" in harnesses else None
-    server = start_server(a.model)
-    proxy = Proxy(PORT)
+    server = start_server(a.model, port=a.port, nice=a.server_nice)
+    proxy = Proxy(a.port)
     try:
         for name, harness in todo:
             d = tempfile.mkdtemp(prefix=f"{harness}-{name}-", dir=WORK)
@@ -556,6 +564,10 @@ def main():
     r.add_argument("--grace", type=int, default=300, help="seconds after --wall before vouch is killed "
                    "(its gate and repair run after the wall time)")
     r.add_argument("--max-tokens", type=int, default=2048)
+    r.add_argument("--port", type=int, default=PORT,
+                   help="llama-server's port (another one runs a second model beside the first)")
+    r.add_argument("--server-nice", type=int, default=19,
+                   help="nice of llama-server (0 on a quiet machine; the harnesses always run at 19)")
     r.add_argument("--block", type=int, default=3, help="tasks per block: each harness runs a block in a row")
     t = sub.add_parser("table")
     t.add_argument("--json", required=True)

@@ -105,7 +105,12 @@ pub fn find_program(program: &str, path: Option<&str>, cwd: &Path) -> Option<Pat
     which::which_in(program, Some(path), cwd).ok()
 }
 
+/// A step's log file, and its directory when that does not exist yet (a fresh cache has none).
 fn create(path: &Path) -> Result<File> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("create log directory {}", dir.display()))?;
+    }
     File::create(path).with_context(|| format!("create log file {}", path.display()))
 }
 
@@ -388,6 +393,26 @@ mod tests {
         assert!(!stdout.contains("err"));
         let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
         assert_eq!(log.lines().count(), 20001);
+    }
+
+    #[tokio::test]
+    async fn logs_go_into_a_directory_that_does_not_exist_yet() {
+        // A fresh cache has no logs/ directory: `vouch model setup` failed its very first step on it.
+        let dir = tempfile::tempdir().unwrap();
+        let logs = dir.path().join("cache/logs");
+        let mut s = spec(
+            dir.path(),
+            &["sh", "-c", "echo hi"],
+            Duration::from_secs(30),
+        );
+        s.log_path = logs.join("step.log");
+        s.stdout_path = logs.join("step.stdout");
+        let o = run(&s, &CancellationToken::new()).await.unwrap();
+        assert_eq!(o.exit_code, Some(0));
+        assert_eq!(
+            std::fs::read_to_string(logs.join("step.log")).unwrap(),
+            "hi\n"
+        );
     }
 
     #[tokio::test]

@@ -72,7 +72,46 @@ pub fn cap_turn(turn: &mut ChatTurn) -> HashSet<String> {
     }
     cap_text(&mut turn.content);
     cap_text(&mut turn.reasoning);
+    drop_residue(&mut turn.content);
     oversized
+}
+
+/// Empties a reply text that holds no word outside markup tags: what is left of `{{"name": …}` or of a fenced block of
+/// commas once the calls are cut out (`{`, "```json\n,\n,\n```"). Kept in the history, a small model copies
+/// it as the start of its next reply, which then ends there (Qwen2.5-Coder 1.5B replied `{` four times).
+fn drop_residue(text: &mut String) {
+    let words = without_tags(text)
+        .lines()
+        .map(|line| line.trim().trim_start_matches("```"))
+        .filter(|line| !matches!(*line, "json" | "tool_call" | "python" | "xml"))
+        .any(|line| line.chars().any(char::is_alphanumeric));
+    if !words {
+        text.clear();
+    }
+}
+
+/// `text` with its markup tags (`<tools>`, `</tool_response>`) replaced by spaces.
+fn without_tags(text: &str) -> String {
+    let name = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ':' | '|');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('<') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let inner = after.strip_prefix('/').unwrap_or(after);
+        match inner.find('>') {
+            Some(close) if close > 0 && inner[..close].chars().all(name) => {
+                out.push(' ');
+                rest = &inner[close + 1..];
+            }
+            _ => {
+                out.push('<');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The call's id when its arguments were too large and were replaced.
@@ -127,6 +166,29 @@ mod tests {
             mode: Mode::Native,
             recovered: false,
             warnings: vec![],
+            unknown_tools: vec![],
+        }
+    }
+
+    #[test]
+    fn a_reply_text_without_a_word_is_dropped_and_one_with_words_is_kept() {
+        for junk in [
+            "{",
+            "{\n",
+            "```json\n,\n,\n,\n\n```",
+            "  }\n]",
+            "```\n```",
+            "<tool_response></tool_response>",
+            "<tools>\n\n</tools>",
+        ] {
+            let mut t = turn(vec![], junk.to_string());
+            cap_turn(&mut t);
+            assert_eq!(t.content, "", "{junk:?}");
+        }
+        for kept in ["I'll read it first.", "```json\n{\"a\": 1}\n```", "ok"] {
+            let mut t = turn(vec![], kept.to_string());
+            cap_turn(&mut t);
+            assert_eq!(t.content, kept);
         }
     }
 

@@ -475,12 +475,21 @@ impl Agent<'_> {
                 turn.content.clone(),
                 turn.calls.clone(),
             ));
+            let unknown = self.unknown_tools(&turn.unknown_tools);
             let steps = if turn.calls.is_empty() {
                 match self.rails.no_call() {
                     Answer::Stop(stop) => return (self.unfinished(), stop),
+                    // A call of a tool that does not exist: what the tools are says more than "no call".
+                    Answer::Nudge(nudge)
+                        if !unknown.is_empty() && nudge.kind() == NudgeKind::NoToolCall =>
+                    {
+                        self.nudge(NudgeKind::UnknownTool, &unknown);
+                    }
                     Answer::Nudge(nudge) => {
                         let mut text = nudge.text();
-                        if !turn.warnings.is_empty() {
+                        if !unknown.is_empty() {
+                            text = format!("{unknown}\n\n{text}");
+                        } else if !turn.warnings.is_empty() {
                             text.push_str(&format!(
                                 " (What vouch found: {}.)",
                                 turn.warnings.join("; ")
@@ -493,7 +502,13 @@ impl Agent<'_> {
                 Vec::new()
             } else {
                 match self.calls(&turn.calls, turn.recovered).await {
-                    Flow::Continue(steps) => steps,
+                    Flow::Continue(steps) => {
+                        // Calls the text recovery dropped get no result of their own: say why here.
+                        if !unknown.is_empty() {
+                            self.nudge(NudgeKind::UnknownTool, &unknown);
+                        }
+                        steps
+                    }
                     Flow::Repair => continue,
                     Flow::Stop(status, stop) => return (status, stop),
                 }
@@ -629,12 +644,14 @@ impl Agent<'_> {
 
     /// One request to the model; `Err` is the reason to stop.
     async fn turn(&mut self) -> Result<ChatTurn, StopReason> {
+        // Every turn offers the same tools, the forcing phase included: a chat template renders them at the
+        // top of the prompt, so another list would make the server's prompt cache useless from the first
+        // token on, twice (into the phase and out of it). The phase is enforced when a call is run.
         let (names, offered): (Vec<&str>, Vec<Value>) = self
             .registry
             .names()
             .into_iter()
             .zip(self.registry.definitions())
-            .filter(|(name, _)| self.rails.offers(name))
             .unzip();
         self.elide();
         self.log_messages();
@@ -856,6 +873,23 @@ impl Agent<'_> {
                 message: m.clone(),
             });
         }
+    }
+
+    /// What to tell the model about calls of tools that do not exist, one paragraph each; empty for none.
+    fn unknown_tools(&self, names: &[String]) -> String {
+        let tools: Vec<&str> = self
+            .registry
+            .names()
+            .into_iter()
+            .filter(|name| self.rails.offers(name))
+            .collect();
+        let mut seen = HashSet::new();
+        names
+            .iter()
+            .filter(|name| seen.insert(name.as_str()))
+            .map(|name| format!("Not run: {}", crate::tools::no_such_tool(name, &tools)))
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     /// A warning from the rails.

@@ -68,7 +68,7 @@ pub const HELD: &str =
     "Not run: wait for the result of the earlier call. Call this again in your next \
 reply if you still need it.";
 
-/// Tools are offered in the forcing phase.
+/// The tools the forcing phase allows (all are still offered).
 pub const FORCING_TOOLS: [&str; 3] = ["edit", "write_file", "submit"];
 
 /// The answer to a call of a tool the forcing phase does not offer.

@@ -7,8 +7,9 @@
 //! naming the cycle; going round it once more stops the run ([`StopReason::Cycle`]). Progress is the tests'
 //! result changing (the pass/fail set of the last `run_tests`), not a file written: rewriting a file the
 //! same way proves nothing. A run that goes [`Rails::stall_turns`] turns without progress gets a forcing
-//! phase that offers only [`prompt::FORCING_TOOLS`] for [`Rails::forcing_turns`] turns, then stops as
-//! stalled. Budgets (turns, wall
+//! phase that allows only [`prompt::FORCING_TOOLS`] for [`Rails::forcing_turns`] turns (every tool is
+//! still offered, so the prompt the server cached stays a prefix; a call of another is answered, not run),
+//! then stops as stalled. Budgets (turns, wall
 //! time, tokens) stop it before a turn. The machine keeps no clock and does no I/O: the loop tells it the
 //! turns, time and tokens used, so every transition is a unit test.
 
@@ -246,7 +247,7 @@ impl RailState {
         self.forcing.is_some()
     }
 
-    /// Whether the tool `name` may be offered and called now.
+    /// Whether the tool `name` may be called now.
     pub fn offers(&self, name: &str) -> bool {
         !self.forcing() || prompt::FORCING_TOOLS.contains(&name)
     }

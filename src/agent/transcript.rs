@@ -151,6 +151,8 @@ pub enum NudgeKind {
     Cycle,
     /// A gate failure sent back for repair.
     Repair,
+    /// Calls of tools that do not exist (read from the text and dropped): what the tools are.
+    UnknownTool,
 }
 
 /// One tool output an [`Event::Elided`] replaced.

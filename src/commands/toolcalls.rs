@@ -168,6 +168,7 @@ mod tests {
                 "calls": [],
                 "content": "",
                 "warnings": ["dropped a call to \"delete_all\": no such tool is offered (offered: read_file, edit, write_file, list_files, search, run_tests, submit)"],
+                "unknown": ["delete_all"],
             })
         );
     }

@@ -619,6 +619,7 @@ impl Client {
             mode,
             recovered: false,
             warnings: Vec::new(),
+            unknown_tools: Vec::new(),
         };
         if specs.is_empty() {
             return turn;
@@ -675,15 +676,17 @@ impl Client {
                         });
                     }
                     _ => {
-                        // A tool that is not offered is dropped, as before; an offered one with arguments
-                        // that are not JSON is kept to be answered.
-                        if let Some(spec) = specs
+                        // Kept to be answered, so the model learns what was wrong: an offered tool with
+                        // arguments that are not JSON, or a tool that is not offered (often a function
+                        // of the code called as if it were a tool).
+                        let name = specs
                             .iter()
                             .find(|s| s.name.eq_ignore_ascii_case(native.name.trim()))
-                        {
+                            .map_or_else(|| native.name.trim().to_string(), |s| s.name.clone());
+                        if !name.is_empty() {
                             ordered.push(ToolCall {
                                 id,
-                                name: spec.name.clone(),
+                                name,
                                 arguments: Value::String(native.arguments.clone()),
                             });
                         }
@@ -697,6 +700,7 @@ impl Client {
         }
         let rec = recover_with(&msg, specs, None, self.cfg.learned.as_ref());
         turn.warnings.extend(rec.warnings);
+        turn.unknown_tools = rec.unknown;
         if rec.calls.is_empty() {
             // Only unreadable native calls: each still gets its answer.
             turn.calls = ordered;

@@ -299,4 +299,6 @@ pub struct ChatTurn {
     pub recovered: bool,
     /// What recovery repaired or dropped.
     pub warnings: Vec<String>,
+    /// Tools the reply called that are not offered; their calls are dropped (see [`crate::toolcall::Recovered::unknown`]).
+    pub unknown_tools: Vec<String>,
 }

@@ -100,6 +100,10 @@ pub struct Recovered {
     /// What was repaired, resolved or dropped (unknown tools, calls cut off, arguments of the wrong type).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The names of tools that were called but are not offered (their calls are dropped): small models call
+    /// a function of the code (`median`) as if it were a tool.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unknown: Vec<String>,
 }
 
 /// A tool-call format. [`Format::PARSERS`] are the ones a caller can force; the name strings are stable.

@@ -70,6 +70,7 @@ pub(crate) fn recover_counted(
                 content: scan::clean(&split.answer).to_string(),
                 reasoning: thoughts.join("\n\n"),
                 warnings,
+                unknown: out.unknown,
             };
             return (recovered, ctx.steps());
         }
@@ -93,6 +94,7 @@ pub(crate) fn recover_counted(
                 content: String::new(),
                 reasoning: found.content,
                 warnings,
+                unknown: found.unknown,
             };
             return (recovered, ctx.steps());
         }
@@ -106,6 +108,7 @@ pub(crate) fn recover_counted(
         content: answer.content,
         reasoning: thoughts.join("\n\n"),
         warnings,
+        unknown: answer.unknown,
     };
     (recovered, ctx.steps())
 }
@@ -129,6 +132,8 @@ struct Outcome {
     warnings: Vec<String>,
     /// Something was recognised as a call (perhaps of an unknown tool) and cut.
     cut_any: bool,
+    /// The names of tools called that are not offered.
+    unknown: Vec<String>,
 }
 
 /// Tries the forced format, or each detected one, until one yields a call. When none does, the first that
@@ -171,6 +176,7 @@ fn parse_text(text: &str, forced: Option<Format>, trailing_only: bool, ctx: &mut
             reasoning: Vec::new(),
             warnings: Vec::new(),
             cut_any: false,
+            unknown: Vec::new(),
         },
     };
     out.format = Format::None;
@@ -195,6 +201,7 @@ fn finish(parsed: Parsed, text: &str, trailing_only: bool, ctx: &mut Ctx) -> Out
     }
     let tools: &[ToolSpec] = ctx.tools;
     let mut calls = Vec::new();
+    let mut unknown = Vec::new();
     let mut cuts: Vec<Range<usize>> = Vec::new();
     for f in found {
         let Found {
@@ -211,6 +218,7 @@ fn finish(parsed: Parsed, text: &str, trailing_only: bool, ctx: &mut Ctx) -> Out
                     "dropped a call to {name:?}: no such tool is offered ({})",
                     offered(tools)
                 ));
+                unknown.push(name);
                 cuts.push(span);
             }
             continue;
@@ -256,6 +264,7 @@ fn finish(parsed: Parsed, text: &str, trailing_only: bool, ctx: &mut Ctx) -> Out
         reasoning,
         warnings,
         cut_any,
+        unknown,
     }
 }
 
@@ -292,24 +301,49 @@ fn keep_standing_bare(
     });
 }
 
-/// Whether `span` is unfenced and alone on its lines: only spaces and tabs between it and the line
-/// breaks (or the text's ends) around it. Only those spaces are looked at, so this stays linear.
+/// Whether `span` is unfenced and alone on its lines: around it on its lines only spaces, tabs and markup
+/// tags (`<tool_response>{…}</tool_response>`, which a small model writes for a call). Each look is charged,
+/// so a text of many calls on one line stays within the scan budget.
 fn own_block(text: &str, span: &Range<usize>, ctx: &mut Ctx) -> bool {
     if scan::at(text, span.start, "```") {
         return false;
     }
-    let b = text.as_bytes();
-    let blank = |c: u8| c == b' ' || c == b'\t' || c == b'\r';
-    let mut i = span.start.min(b.len());
-    while i > 0 && blank(b[i - 1]) {
-        i -= 1;
+    let start = span.start.min(text.len());
+    let end = span.end.clamp(start, text.len());
+    let (Some(head), Some(tail)) = (text.get(..start), text.get(end..)) else {
+        return false;
+    };
+    let line_start = head.rfind('\n').map_or(0, |i| i + 1);
+    let line_end = tail.find('\n').map_or(text.len(), |i| end + i);
+    ctx.charge(start - line_start + line_end - end + 2);
+    let before = &text[line_start..start];
+    let after = &text[end..line_end];
+    // `{"name": …, "arguments": {…}}, "required": []}}`: a brace closed too early leaves the rest of the
+    // object behind the call. That is no prose around an example, so the call still stands on its line.
+    let junk = after
+        .trim_start_matches([' ', '\t', '\r'])
+        .starts_with([',', '}', ']']);
+    only_tags(before) && (junk || only_tags(after))
+}
+
+/// Whether `s` holds nothing but whitespace and markup tags (`<tools>`, `</tool_response>`).
+fn only_tags(s: &str) -> bool {
+    let mut rest = s.trim();
+    while !rest.is_empty() {
+        let Some(tag) = rest.strip_prefix('<') else {
+            return false;
+        };
+        let Some(close) = tag.find('>') else {
+            return false;
+        };
+        let name = tag[..close].trim_start_matches('/');
+        let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ':' | '|');
+        if name.is_empty() || !name.chars().all(word) {
+            return false;
+        }
+        rest = tag[close + 1..].trim_start();
     }
-    let mut j = span.end.min(b.len());
-    while j < b.len() && blank(b[j]) {
-        j += 1;
-    }
-    ctx.charge(span.start - i + j - span.end.min(b.len()) + 2);
-    (i == 0 || b[i - 1] == b'\n') && (j == b.len() || b[j] == b'\n')
+    true
 }
 
 /// The index of the first call of the run that ends the text: after each call of it, nothing but whitespace,

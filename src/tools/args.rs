@@ -6,6 +6,17 @@
 
 use serde_json::{Map, Value};
 
+/// Keys of a JSON schema object that a small model copies from a tool's definition into its arguments
+/// (`"required": ["path"]`). Where the tool has no field of that name they carry nothing and are skipped.
+const SCHEMA_KEYS: [&str; 6] = [
+    "required",
+    "type",
+    "properties",
+    "additionalProperties",
+    "$schema",
+    "title",
+];
+
 /// The parameters of one tool, read from its definition.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Params {
@@ -100,6 +111,26 @@ impl Params {
         fields.join(", ")
     }
 
+    fn has(&self, name: &str) -> bool {
+        self.fields.iter().any(|f| f.name == name)
+    }
+
+    /// The fields of arguments shaped like the tool's schema, `{"properties": {"path": "a.rs"}, "required":
+    /// ["path"]}`: small models echo the definition's shape around the values they mean.
+    fn schema_echo(&self, object: &Map<String, Value>) -> Option<Map<String, Value>> {
+        if self.has("properties") {
+            return None;
+        }
+        let inner = object.get("properties")?.as_object()?;
+        let mut fields = inner.clone();
+        for (key, value) in object {
+            if !SCHEMA_KEYS.contains(&key.as_str()) {
+                fields.entry(key.clone()).or_insert_with(|| value.clone());
+            }
+        }
+        Some(fields)
+    }
+
     /// The arguments, typed, or what is wrong with them.
     pub(crate) fn check(&self, args: &Value) -> Result<Value, String> {
         let parsed;
@@ -123,16 +154,38 @@ impl Params {
                 ))
             }
         };
+        let unwrapped;
+        let object = match self.schema_echo(object) {
+            Some(fields) => {
+                unwrapped = fields;
+                &unwrapped
+            }
+            None => object,
+        };
         let mut out = Map::new();
+        let mut echoed = false;
         for (key, value) in object {
+            if SCHEMA_KEYS.contains(&key.as_str()) && !self.has(key) {
+                continue;
+            }
             let Some(field) = self.fields.iter().find(|f| &f.name == key) else {
                 return Err(format!("unknown field `{key}`"));
             };
             if value.is_null() {
                 continue;
             }
+            // `"path": {"type": "string", "description": …}`: the definition copied, no value given.
+            if field.kind != Kind::Other && is_schema(value) {
+                echoed = true;
+                continue;
+            }
             out.insert(key.clone(), field.typed(value)?);
         }
+        let echo = if echoed {
+            " (the arguments repeat the tool's definition; give each field its value)"
+        } else {
+            ""
+        };
         let missing: Vec<String> = self
             .ordered()
             .into_iter()
@@ -141,11 +194,20 @@ impl Params {
             .collect();
         match missing.len() {
             0 => {}
-            1 => return Err(format!("missing field {}", missing[0])),
-            _ => return Err(format!("missing fields {}", missing.join(", "))),
+            1 => return Err(format!("missing field {}{echo}", missing[0])),
+            _ => return Err(format!("missing fields {}{echo}", missing.join(", "))),
         }
         Ok(Value::Object(out))
     }
+}
+
+/// Whether `value` is a property's schema (`{"type": "string", "description": …}`) rather than a value.
+fn is_schema(value: &Value) -> bool {
+    value.as_object().is_some_and(|o| {
+        o.get("type").is_some_and(Value::is_string)
+            && o.keys()
+                .all(|k| ["type", "description", "enum", "default"].contains(&k.as_str()))
+    })
 }
 
 impl Field {

@@ -14,6 +14,7 @@ use std::fs;
 use serde_json::{json, Value};
 
 use super::text::{cut_line, excerpt, is_crlf, line_of, numbered, read_text};
+use super::walk::{with_similar, GlobPath};
 use super::{object, Args, CallFuture, Context, Tool, ToolError, Workspace};
 
 pub struct Edit;
@@ -49,7 +50,15 @@ impl Tool for Edit {
 }
 
 fn edit(ws: &Workspace, args: Args) -> Result<String, String> {
-    let path = ws.resolve(args.string("path")?)?;
+    let asked = args.string("path")?;
+    // A glob that names one file edits it (old_string must still match exactly); more are refused.
+    let path = match GlobPath::of(ws, asked) {
+        None => ws.resolve(asked)?,
+        Some(glob) => match glob.single() {
+            Some(one) => ws.resolve(one)?,
+            None => return Err(glob.refusal("edit")),
+        },
+    };
     let old = args.string("old_string")?;
     let new = args.string("new_string")?;
     let all = args.flag("replace_all");
@@ -68,7 +77,7 @@ fn edit(ws: &Workspace, args: Args) -> Result<String, String> {
                 .to_string(),
         );
     }
-    let text = read_text(&path)?;
+    let text = read_text(&path).map_err(|err| with_similar(ws, &path, err))?;
     if let Ok(meta) = fs::metadata(&path.abs) {
         super::text::writable(rel, &meta)?;
     }

@@ -52,11 +52,13 @@ fn list(ws: &Workspace, args: Args) -> Result<String, String> {
         start = ws.resolve(".")?;
         note = format!(" (`{path}` is a glob, not a directory: pass it as glob)");
     }
+    // A directory that is not there: the whole repository instead, which is what the model needs next.
     if !start.abs.exists() {
-        return Err(format!(
-            "`{}` does not exist; use list_files without a path to see the whole repository.",
+        note = format!(
+            " (`{}` does not exist, so the whole repository is listed)",
             start.rel
-        ));
+        );
+        start = ws.resolve(".")?;
     }
     let filter = glob.map(Filter::new).transpose()?;
     let found = files(ws, &start, filter.as_ref());

@@ -46,7 +46,7 @@ pub use args::Args;
 pub use edit::Edit;
 pub use list_files::ListFiles;
 pub use read_file::ReadFile;
-pub use registry::Registry;
+pub use registry::{no_such_tool, Registry};
 pub use run_tests::{RunTests, TestResult, TestRunner};
 pub use search::Search;
 pub use shell::{shell_env, Shell, ShellRunner};

@@ -6,6 +6,7 @@
 use serde_json::{json, Value};
 
 use super::text::{cut_line, is_crlf, lines, numbered, plural, read_text};
+use super::walk::{with_similar, GlobPath};
 use super::{object, Args, CallFuture, Context, Tool, ToolError, Workspace};
 
 /// At most this many lines per call.
@@ -47,8 +48,22 @@ impl Tool for ReadFile {
 }
 
 fn read(ws: &Workspace, args: Args) -> Result<String, String> {
-    let path = ws.resolve(args.string("path")?)?;
-    let text = read_text(&path)?;
+    let asked = args.string("path")?;
+    // A glob (a task's scope, say) that names one file reads it; more than one is refused with the list.
+    let (path, glob_note) = match GlobPath::of(ws, asked) {
+        None => (ws.resolve(asked)?, String::new()),
+        Some(glob) => match glob.single() {
+            Some(one) => (
+                ws.resolve(one)?,
+                format!(
+                    "`{}` is a glob; the one file it matches is shown.\n",
+                    glob.glob
+                ),
+            ),
+            None => return Err(glob.refusal("read_file")),
+        },
+    };
+    let text = read_text(&path).map_err(|err| with_similar(ws, &path, err))?;
     let rel = &path.rel;
     ws.record_seen(rel);
     let all = lines(&text);
@@ -59,7 +74,7 @@ fn read(ws: &Workspace, args: Args) -> Result<String, String> {
         ""
     };
     if total == 0 {
-        return Ok(format!("{rel} (empty file)"));
+        return Ok(format!("{glob_note}{rel} (empty file)"));
     }
     let start = args.opt_integer("start_line").unwrap_or(1);
     let end = args.opt_integer("end_line");
@@ -101,9 +116,12 @@ fn read(ws: &Workspace, args: Args) -> Result<String, String> {
     }
     let last = start + shown.len() - 1;
     let mut out = if start == 1 && last == total {
-        format!("{rel} ({}{crlf})", plural(total, "line", "lines"))
+        format!(
+            "{glob_note}{rel} ({}{crlf})",
+            plural(total, "line", "lines")
+        )
     } else {
-        format!("{rel} (lines {start}-{last} of {total}{crlf})")
+        format!("{glob_note}{rel} (lines {start}-{last} of {total}{crlf})")
     };
     out.push('\n');
     out.push_str(&shown.join("\n"));

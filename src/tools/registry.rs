@@ -78,10 +78,7 @@ impl Registry {
     /// try another way.
     pub async fn dispatch(&self, ctx: &mut Context<'_>, name: &str, args: &Value) -> CallResult {
         let Some((tool, params)) = self.tools.iter().find(|(tool, _)| tool.name() == name) else {
-            return Err(ToolError::failed(format!(
-                "There is no tool called `{name}`. The tools are: {}.",
-                self.names().join(", ")
-            )));
+            return Err(ToolError::failed(no_such_tool(name, &self.names())));
         };
         let checked;
         let args = if tool.strict() {
@@ -111,4 +108,29 @@ impl Registry {
                 )))
             })
     }
+}
+
+/// The answer to a call of a tool that does not exist. A small model often calls a function of the code or
+/// of the issue (`median`, `ports.Parse`) as if it were a tool: the answer names the tools and shows the
+/// call that finds that function.
+pub fn no_such_tool(name: &str, tools: &[&str]) -> String {
+    let mut out = format!(
+        "There is no tool called `{name}`. The tools are: {}.",
+        tools.join(", ")
+    );
+    let ident = name
+        .rsplit(['.', ':', '/'])
+        .find(|part| !part.is_empty())
+        .unwrap_or(name)
+        .trim_end_matches("()");
+    let is_ident = !ident.is_empty()
+        && ident.chars().all(|c| c.is_alphanumeric() || c == '_')
+        && tools.iter().all(|t| !t.eq_ignore_ascii_case(ident));
+    if is_ident && tools.contains(&"search") {
+        out.push_str(&format!(
+            " If `{ident}` is a name in the code, find it with {{\"name\": \"search\", \"arguments\": \
+             {{\"pattern\": \"{ident}\"}}}}."
+        ));
+    }
+    out
 }

@@ -10,7 +10,7 @@ use regex::{Regex, RegexBuilder};
 use serde_json::{json, Value};
 
 use super::text::{looks_binary, plural, small_file, MAX_FILE_BYTES};
-use super::walk::{files, Filter};
+use super::walk::{files, Filter, GlobPath};
 use super::{object, Args, CallFuture, Context, Tool, ToolError, Workspace};
 
 /// At most this many matching lines per call.
@@ -45,27 +45,39 @@ impl Tool for Search {
     }
 
     fn call<'a>(&'a self, ctx: &'a mut Context<'_>, args: &'a Value) -> CallFuture<'a> {
-        Box::pin(async move { search(ctx.workspace, Args::of(args)).map_err(ToolError::Failed) })
+        Box::pin(async move { search(ctx.workspace, args).map_err(ToolError::Failed) })
     }
 }
 
-fn search(ws: &Workspace, args: Args) -> Result<String, String> {
+fn search(ws: &Workspace, args_json: &Value) -> Result<String, String> {
+    let args = Args::of(args_json);
     let pattern = args.string("pattern")?;
     if pattern.is_empty() {
         return Err(
             "The pattern is empty; give the text or regular expression to search for.".to_string(),
         );
     }
-    let start = ws.resolve(args.opt_string("path").unwrap_or("."))?;
+    let asked = args.opt_string("path").unwrap_or(".");
+    let mut glob = args.opt_string("glob").filter(|g| !g.trim().is_empty());
+    // A glob given as the path (a task's scope, say) filters the files, as `glob` would.
+    let mut start = match GlobPath::of(ws, asked) {
+        Some(_) if glob.is_none() => {
+            glob = Some(asked);
+            ws.resolve(".")?
+        }
+        _ => ws.resolve(asked)?,
+    };
+    // A path that is not there: the whole repository is searched, and the answer says so.
+    let mut missing = String::new();
     if !start.abs.exists() {
-        return Err(format!(
-            "`{}` does not exist; use search without a path to search the whole repository.",
+        missing = format!(
+            "`{}` does not exist, so the whole repository was searched.\n",
             start.rel
-        ));
+        );
+        start = ws.resolve(".")?;
     }
-    let glob = args.opt_string("glob").filter(|g| !g.trim().is_empty());
     let filter = glob.map(Filter::new).transpose()?;
-    let (regex, note) = match build(pattern) {
+    let (regex, mut note) = match build(pattern) {
         Ok(regex) => (regex, String::new()),
         Err(err) => {
             let literal = build(&regex::escape(pattern)).map_err(|_| {
@@ -86,6 +98,7 @@ fn search(ws: &Workspace, args: Args) -> Result<String, String> {
         }
     };
 
+    note.insert_str(0, &missing);
     let mut shown: Vec<String> = Vec::new();
     let mut total = 0;
     let mut in_files = 0;
@@ -129,9 +142,18 @@ fn search(ws: &Workspace, args: Args) -> Result<String, String> {
         .map(|g| format!(" (files matching `{}`)", g.trim()))
         .unwrap_or_default();
     if total == 0 {
-        return Ok(format!(
-            "{note}No matches for `{pattern}`{place}{matching}."
-        ));
+        let none = format!("{note}No matches for `{pattern}`{place}{matching}.");
+        // `median\(\)` for `def median(xs)`: the name alone usually finds what was meant.
+        if let Some(word) = key_word(pattern) {
+            let mut again = args_json.clone();
+            again["pattern"] = Value::String(word.clone());
+            if let Ok(found) = search(ws, &again) {
+                if !found.contains("No matches for") {
+                    return Ok(format!("{none} Searched for `{word}` instead: {found}"));
+                }
+            }
+        }
+        return Ok(none);
     }
     let mut out = format!(
         "{note}{} in {}{place}{matching}:\n{}",
@@ -146,6 +168,25 @@ fn search(ws: &Workspace, args: Args) -> Result<String, String> {
         ));
     }
     Ok(out)
+}
+
+/// The longest name in a pattern (escapes dropped) when the pattern is more than that name: what a
+/// search that found nothing is tried again with.
+fn key_word(pattern: &str) -> Option<String> {
+    let mut plain = String::new();
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            chars.next();
+            plain.push(' ');
+        } else {
+            plain.push(c);
+        }
+    }
+    let word = plain
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .max_by_key(|w| w.chars().count())?;
+    (word.chars().count() >= 3 && word != pattern).then(|| word.to_string())
 }
 
 fn build(pattern: &str) -> Result<Regex, String> {

@@ -70,3 +70,119 @@ pub(crate) fn files(ws: &Workspace, start: &Resolved, filter: Option<&Filter>) -
     found.sort_by(|a, b| a.rel.cmp(&b.rel));
     found
 }
+
+/// A path argument that is really a glob: small models pass a task's scope (`src/**`, `tests/*.py`) where
+/// one file's path belongs. `None` when `path` has no glob character or names an existing entry.
+pub(crate) struct GlobPath {
+    pub glob: String,
+    /// The files it matches, sorted.
+    pub matches: Vec<String>,
+}
+
+/// The most matches a message names before it says how many more there are.
+const MAX_NAMED: usize = 12;
+
+impl GlobPath {
+    pub(crate) fn of(ws: &Workspace, path: &str) -> Option<GlobPath> {
+        if !path.contains(['*', '?', '[']) {
+            return None;
+        }
+        if ws.resolve(path).is_ok_and(|r| r.abs.exists()) {
+            return None;
+        }
+        let filter = Filter::new(path).ok()?;
+        let root = ws.resolve(".").ok()?;
+        let matches = files(ws, &root, Some(&filter))
+            .into_iter()
+            .map(|f| f.rel)
+            .collect();
+        Some(GlobPath {
+            glob: path.trim().to_string(),
+            matches,
+        })
+    }
+
+    /// The one file it matches, if it matches exactly one.
+    pub(crate) fn single(&self) -> Option<&str> {
+        match self.matches.as_slice() {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+
+    /// Why `tool` cannot take it, and the paths it could take instead.
+    pub(crate) fn refusal(&self, tool: &str) -> String {
+        let glob = &self.glob;
+        if self.matches.is_empty() {
+            return format!(
+                "`{glob}` is a glob pattern, not a file path, and no file matches it. {tool} takes the path of \
+                 one file; call list_files to see the files."
+            );
+        }
+        let named: Vec<&str> = self
+            .matches
+            .iter()
+            .take(MAX_NAMED)
+            .map(String::as_str)
+            .collect();
+        let more = match self.matches.len().saturating_sub(MAX_NAMED) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        format!(
+            "`{glob}` is a glob pattern, not a file path: {tool} takes the path of one file. Files matching \
+             it: {}{more}. Call {tool} again with one of these paths.",
+            named.join(", ")
+        )
+    }
+}
+
+/// `err` for a path that does not exist, with the files whose names come closest (a small model guesses
+/// `./go` for `ports.go`, `stats.py` for `src/stats.py`); `err` unchanged when the path exists or nothing
+/// is close.
+pub(crate) fn with_similar(ws: &Workspace, path: &Resolved, err: String) -> String {
+    if path.abs.exists() {
+        return err;
+    }
+    let similar = similar(ws, &path.rel);
+    if similar.is_empty() {
+        return err;
+    }
+    format!("{err} Files with similar names: {}.", similar.join(", "))
+}
+
+/// At most five files whose name holds the asked-for name's stem, or whose stem it holds, any case; the
+/// same file name in another directory first.
+fn similar(ws: &Workspace, rel: &str) -> Vec<String> {
+    let asked = rel.rsplit('/').next().unwrap_or(rel).to_lowercase();
+    let stem = asked
+        .split('.')
+        .find(|s| !s.is_empty())
+        .unwrap_or("")
+        .to_string();
+    if stem.len() < 2 {
+        return Vec::new();
+    }
+    let Ok(root) = ws.resolve(".") else {
+        return Vec::new();
+    };
+    let mut scored: Vec<(u8, String)> = files(ws, &root, None)
+        .into_iter()
+        .filter_map(|f| {
+            let name = f.rel.rsplit('/').next().unwrap_or(&f.rel).to_lowercase();
+            let their_stem = name.split('.').find(|s| !s.is_empty()).unwrap_or("");
+            let score = if name == asked {
+                0
+            } else if name.contains(&stem) {
+                1
+            } else if their_stem.len() >= 2 && stem.contains(their_stem) {
+                2
+            } else {
+                return None;
+            };
+            Some((score, f.rel))
+        })
+        .collect();
+    scored.sort();
+    scored.into_iter().take(5).map(|(_, rel)| rel).collect()
+}

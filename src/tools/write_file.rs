@@ -14,6 +14,7 @@ use std::fs;
 use serde_json::{json, Value};
 
 use super::text::{is_crlf, line_count, looks_binary, plural, writable};
+use super::walk::GlobPath;
 use super::{object, Args, CallFuture, Context, Tool, ToolError, Workspace};
 
 /// The share of an existing file's non-blank lines that a write may remove without the model having seen
@@ -86,7 +87,12 @@ fn removed_lines(old: &str, new: &str) -> (usize, usize) {
 }
 
 fn write(ws: &Workspace, args: Args) -> Result<String, String> {
-    let path = ws.resolve(args.string("path")?)?;
+    let asked = args.string("path")?;
+    // Never a file literally named `**`: a glob here is a scope copied where a path belongs.
+    if let Some(glob) = GlobPath::of(ws, asked) {
+        return Err(glob.refusal("write_file"));
+    }
+    let path = ws.resolve(asked)?;
     let content = args.string("content")?;
     let rel = &path.rel;
     if rel == "." {

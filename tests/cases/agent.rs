@@ -929,12 +929,17 @@ async fn a_run_without_edits_gets_a_forcing_phase_then_stops_as_stalled() {
             .collect()
     };
     assert_eq!(tools(&requests[1]).len(), 7);
-    assert_eq!(tools(&requests[2]), ["edit", "write_file", "submit"]);
+    // The phase offers the same tools, so the prompt the server cached stays a prefix of the next one.
+    assert_eq!(tools(&requests[2]), tools(&requests[1]));
     assert!(last_user(&requests[2]).contains("only edit, write_file and submit"));
-    // A call to a tool that is not offered is dropped by the client: the reminder says so.
-    let reminder = last_user(&requests[3]);
-    assert!(reminder.contains("no tool call"), "{reminder}");
-    assert!(reminder.contains("list_files"), "{reminder}");
+    // A call to a tool the phase does not allow is answered, not run.
+    let last = requests[3]["messages"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["role"], "tool");
+    let answer = last["content"].as_str().unwrap();
+    assert!(
+        answer.starts_with("list_files is not available now: only edit, write_file and submit"),
+        "{answer}"
+    );
     let r = report(&repo, "stall");
     assert_eq!(
         json!([r["status"], r["stop_reason"], r["turns"]]),
@@ -1846,11 +1851,10 @@ async fn rewriting_files_is_not_progress_only_a_change_in_the_tests_result_is() 
     assert_eq!(run.code, 1, "{}", explain(&run));
     // The first test result is progress; two writes after it are not.
     assert_eq!(offered_tools(&requests[2]).len(), 7);
-    assert_eq!(
-        offered_tools(&requests[3]),
-        ["edit", "write_file", "submit"]
-    );
+    assert!(!last_user(&requests[2]).contains("The tests' result has not changed"));
     assert!(last_user(&requests[3]).contains("The tests' result has not changed in 2 turns"));
+    // The forcing phase keeps the tool list, so the server's cached prompt stays a prefix.
+    assert_eq!(offered_tools(&requests[3]), offered_tools(&requests[2]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -2112,4 +2116,51 @@ async fn the_no_call_reminder_shows_a_real_call_not_wording_or_placeholders_to_c
     // The example is a call the model can send as it is.
     let call: Value = serde_json::from_str(example).unwrap();
     assert_eq!(call, json!({"name": "list_files", "arguments": {}}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_function_of_the_code_called_as_a_tool_is_answered_with_the_tools_and_a_search() {
+    let repo = calc_repo();
+    let model = Model::start(vec![
+        hermes(&[
+            ("add", json!({"a": 1, "b": 2})),
+            ("read_file", json!({"path": "calc.py"})),
+        ]),
+        hermes(&[("calc.add", json!({}))]),
+        call(
+            3,
+            "submit",
+            json!({"verdict": "NO-GO", "summary": "gave up"}),
+        ),
+    ])
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "function as tool"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    // Beside a real call: the real call runs, and the dropped one is explained after its result.
+    let results = tool_results(&requests[1]);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results[0].1.contains("def add(a, b):"), "{results:?}");
+    let said = last_user(&requests[1]);
+    assert!(
+        said.starts_with("Not run: There is no tool called `add`. The tools are: read_file, edit,"),
+        "{said}"
+    );
+    assert!(
+        said.contains(r#"{"name": "search", "arguments": {"pattern": "add"}}"#),
+        "{said}"
+    );
+    // Alone: that explanation, not "your reply had no tool call".
+    let said = last_user(&requests[2]);
+    assert!(
+        said.starts_with("Not run: There is no tool called `calc.add`."),
+        "{said}"
+    );
+    assert!(!said.contains("Your reply had no tool call"), "{said}");
+    let kinds: Vec<Value> = transcript(&repo, "function-as-tool")
+        .into_iter()
+        .filter(|e| e["event"] == "nudge")
+        .map(|e| e["kind"].clone())
+        .collect();
+    assert_eq!(kinds, [json!("unknown-tool"), json!("unknown-tool")]);
 }

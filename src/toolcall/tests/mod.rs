@@ -61,6 +61,12 @@ fn expect(format: &str, calls: Value, content: &str) -> Value {
     json!({"format": format, "calls": calls, "content": content})
 }
 
+/// `expected` with the names of the tools called that are not offered.
+fn with_unknown(mut expected: Value, names: &[&str]) -> Value {
+    expected["unknown"] = json!(names);
+    expected
+}
+
 /// [`expect`] with warnings.
 fn expect_warned(format: &str, calls: Value, content: &str, warnings: &[&str]) -> Value {
     json!({"format": format, "calls": calls, "content": content, "warnings": warnings})

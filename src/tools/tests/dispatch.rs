@@ -94,8 +94,59 @@ fn an_unknown_tool_lists_the_tools() {
     assert_eq!(
         f.err("delete_file", json!({"path": "a"})),
         "There is no tool called `delete_file`. The tools are: read_file, edit, write_file, list_files, \
-         search, run_tests, submit."
+         search, run_tests, submit. If `delete_file` is a name in the code, find it with {\"name\": \
+         \"search\", \"arguments\": {\"pattern\": \"delete_file\"}}."
     );
+}
+
+#[test]
+fn a_function_of_the_code_called_as_a_tool_gets_the_search_that_finds_it() {
+    let f = fixture(&[]);
+    assert_eq!(
+        f.err("median", json!({"values": []})),
+        "There is no tool called `median`. The tools are: read_file, edit, write_file, list_files, \
+         search, run_tests, submit. If `median` is a name in the code, find it with {\"name\": \"search\", \
+         \"arguments\": {\"pattern\": \"median\"}}."
+    );
+    let err = f.err("ports.Parse", json!({}));
+    assert!(
+        err.ends_with("{\"name\": \"search\", \"arguments\": {\"pattern\": \"Parse\"}}."),
+        "{err}"
+    );
+    // Not a name: no search to suggest.
+    let err = f.err("look around with list_files", json!({}));
+    assert!(!err.contains("search\", \"arguments"), "{err}");
+}
+
+#[test]
+fn the_schema_echoed_around_the_arguments_is_read_as_the_arguments() {
+    let f = fixture(&[("a.txt", "a\n")]);
+    let plain = f.ok("read_file", json!({"path": "a.txt"}));
+    assert_eq!(
+        f.ok("read_file", json!({"path": "a.txt", "required": ["path"]})),
+        plain
+    );
+    assert_eq!(
+        f.ok(
+            "read_file",
+            json!({"type": "object", "properties": {"path": "a.txt"}, "required": ["path"]})
+        ),
+        plain
+    );
+    // The whole definition echoed, descriptions and all, with no value: as if no field were given.
+    let schema = json!({"type": "object", "required": [], "properties": {
+        "glob": {"type": "string", "description": "Only files whose path matches this glob."},
+        "path": {"type": "string", "description": "The directory to list."}}});
+    assert_eq!(f.ok("list_files", schema), f.ok("list_files", json!({})));
+    assert_eq!(
+        f.err("read_file", json!({"path": {"type": "string", "description": "The file's path."}})),
+        "Bad arguments for read_file: missing field `path` (the arguments repeat the tool's definition; \
+         give each field its value). read_file takes path (string, required), end_line (integer), \
+         start_line (integer)."
+    );
+    // A field that is really unknown is still refused.
+    let err = f.err("read_file", json!({"path": "a.txt", "file": "b"}));
+    assert!(err.contains("unknown field `file`"), "{err}");
 }
 
 #[test]

@@ -77,12 +77,23 @@ fn a_long_listing_is_capped_and_says_how_many_more() {
 }
 
 #[test]
-fn a_missing_path_or_a_bad_glob_is_an_error() {
+fn a_missing_directory_lists_the_whole_repository_and_says_so() {
     let f = repo();
     assert_eq!(
-        f.err("list_files", json!({"path": "lib"})),
-        "`lib` does not exist; use list_files without a path to see the whole repository."
+        f.ok("list_files", json!({"path": "./lib"})),
+        "5 files in the repository (`lib` does not exist, so the whole repository is listed):\n\
+         .github/ci.yml\n.gitignore\nREADME.md\nsrc/lib.rs\nsrc/main.rs"
     );
+    let found = f.ok("search", json!({"pattern": "x", "path": "nope"}));
+    assert!(
+        found.starts_with("`nope` does not exist, so the whole repository was searched.\n"),
+        "{found}"
+    );
+}
+
+#[test]
+fn a_bad_glob_is_an_error() {
+    let f = repo();
     let out = f.err("list_files", json!({"glob": "a[b"}));
     assert!(out.starts_with("The glob `a[b` is not valid ("), "{out}");
     assert!(out.ends_with("); use a glob such as `**/*.rs`."), "{out}");

@@ -4,6 +4,7 @@
 mod confinement;
 mod dispatch;
 mod edit;
+mod glob_paths;
 mod list_files;
 mod read_file;
 mod search;

@@ -127,3 +127,26 @@ fn empty_and_crlf_files_say_so_in_the_header() {
         "w.txt (2 lines, CRLF line endings)\n     1\ta\n     2\tb"
     );
 }
+
+#[test]
+fn a_missing_path_names_the_files_with_similar_names() {
+    let f = fixture(&[
+        ("go.mod", "module ports\n"),
+        ("ports.go", "package ports\n"),
+        ("ports_test.go", "package ports\n"),
+        ("src/stats.py", ""),
+    ]);
+    assert_eq!(
+        f.err("read_file", json!({"path": "./go"})),
+        "`go` does not exist. Use list_files to see the files, or write_file to create it. Files with \
+         similar names: go.mod, ports.go, ports_test.go."
+    );
+    let err = f.err(
+        "edit",
+        json!({"path": "stats.py", "old_string": "a", "new_string": "b"}),
+    );
+    assert!(
+        err.ends_with("Files with similar names: src/stats.py."),
+        "{err}"
+    );
+}

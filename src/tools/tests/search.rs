@@ -89,3 +89,18 @@ fn git_and_binary_files_are_not_searched() {
         "No matches for `alpha` (files matching `*.png`)."
     );
 }
+
+#[test]
+fn a_search_that_finds_nothing_is_tried_again_with_the_name_in_it() {
+    let f = repo();
+    assert_eq!(
+        f.ok("search", json!({"pattern": r"alpha\(x\)", "glob": "*.py"})),
+        "No matches for `alpha\\(x\\)` (files matching `*.py`). Searched for `alpha` instead: 1 match in 1 \
+         file (files matching `*.py`):\nsrc/b.py:1: def alpha():"
+    );
+    // A name that is nowhere: one answer, no second search named.
+    assert_eq!(
+        f.ok("search", json!({"pattern": "gamma\\("})),
+        "No matches for `gamma\\(`."
+    );
+}

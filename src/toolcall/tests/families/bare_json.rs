@@ -136,20 +136,39 @@ fn json_data_in_an_answer_is_not_a_call() {
     }
 }
 
+/// Qwen2.5-Coder-0.5B in `vouch run`: a brace closed too early leaves the rest of the object after the call.
+#[test]
+fn a_bare_call_with_the_rest_of_its_object_left_behind_it_is_taken() {
+    let text = "<tools>\n\n</tools>\n{\"name\": \"list_files\", \"arguments\": {\"path\": \"src\"}}, \"required\": [], \"type\": \"object\"}}";
+    let got = content(text);
+    assert_eq!(
+        got["calls"],
+        json!([{"name": "list_files", "arguments": {"path": "src"}}])
+    );
+    // Inside tags on its line, as a small model writes a call it has seen answered.
+    let tagged = "<tool_response>{\"name\": \"list_files\", \"arguments\": {}}</tool_response>";
+    assert_eq!(
+        content(tagged)["calls"],
+        json!([{"name": "list_files", "arguments": {}}])
+    );
+    // Prose after a call still makes it an example.
+    let example = "Call {\"name\": \"list_files\", \"arguments\": {}}, then read the file.";
+    assert_eq!(content(example)["calls"], json!([]));
+}
+
 #[test]
 fn a_bare_call_with_arguments_naming_an_unknown_tool_is_reported() {
     let text = r#"{"name": "browse", "arguments": {"url": "https://example.com"}}"#;
-    assert_eq!(
-        content(text),
-        expect_warned(
-            "json",
-            json!([]),
-            "",
-            &[&format!(
-                "dropped a call to \"browse\": no such tool is offered ({OFFERED})"
-            )]
-        )
+    let mut want = expect_warned(
+        "json",
+        json!([]),
+        "",
+        &[&format!(
+            "dropped a call to \"browse\": no such tool is offered ({OFFERED})"
+        )],
     );
+    want["unknown"] = json!(["browse"]);
+    assert_eq!(content(text), want);
 }
 
 #[test]
