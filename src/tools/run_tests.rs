@@ -151,9 +151,19 @@ impl TestRunner {
         let stem = format!("run_tests-{run}");
         let junit = self.env.junit_path(&step.name, &format!("-{run}"));
         let mut argv = self.env.argv_for(&step.raw_argv(), &junit);
+        // The command as the model would type it: without the JUnit report flags (and their paths in
+        // vouch's records) that the profile adds for vouch itself.
+        let mut shown: Vec<String> = argv
+            .iter()
+            .filter(|a| !a.to_ascii_lowercase().contains("junit"))
+            .cloned()
+            .collect();
         if let Some(sel) = selector.map(str::trim).filter(|s| !s.is_empty()) {
             match shell_words::split(sel) {
-                Ok(words) => argv.extend(words),
+                Ok(words) => {
+                    shown.extend(words.iter().cloned());
+                    argv.extend(words);
+                }
                 Err(e) => {
                     return Ok(Err(format!(
                         "The selector `{sel}` cannot be split into arguments ({e}); give test names or paths."
@@ -166,7 +176,7 @@ impl TestRunner {
             .env
             .spec(step, argv.clone(), &junit, &stem, timeout, true);
         let outcome = process::run_clean_env(&spec, cancel).await?;
-        let command = self.env.relativize(&process::quote_argv(&argv));
+        let command = self.env.relativize(&process::quote_argv(&shown));
         let status = if outcome.timed_out {
             format!("timed out after {}s", timeout.as_secs())
         } else if outcome.cancelled {

@@ -2164,3 +2164,27 @@ async fn a_function_of_the_code_called_as_a_tool_is_answered_with_the_tools_and_
         .collect();
     assert_eq!(kinds, [json!("unknown-tool"), json!("unknown-tool")]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_tests_shows_the_command_as_the_model_would_type_it() {
+    let repo = calc_repo();
+    let model = Model::start(vec![
+        call(1, "run_tests", json!({"selector": "test_calc.py"})),
+        call(
+            2,
+            "submit",
+            json!({"verdict": "NO-GO", "summary": "looked"}),
+        ),
+    ])
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "shown command"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let results = tool_results(&requests[1]);
+    let first = results[0].1.lines().next().unwrap_or_default().to_string();
+    // The JUnit report flags and the records' paths are vouch's, not the model's.
+    assert_eq!(
+        first,
+        "$ python3 -m pytest -q -p no:cacheprovider --continue-on-collection-errors test_calc.py"
+    );
+}
