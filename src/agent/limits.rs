@@ -92,21 +92,19 @@ fn drop_residue(text: &mut String) {
 
 /// `text` with its markup tags (`<tools>`, `</tool_response>`) replaced by spaces.
 fn without_tags(text: &str) -> String {
-    let name = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ':' | '|');
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(open) = rest.find('<') {
         out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        let inner = after.strip_prefix('/').unwrap_or(after);
-        match inner.find('>') {
-            Some(close) if close > 0 && inner[..close].chars().all(name) => {
+        rest = &rest[open..];
+        match crate::toolcall::markup_tag(rest) {
+            Some(len) => {
                 out.push(' ');
-                rest = &inner[close + 1..];
+                rest = &rest[len..];
             }
-            _ => {
+            None => {
                 out.push('<');
-                rest = after;
+                rest = &rest[1..];
             }
         }
     }

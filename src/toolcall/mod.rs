@@ -55,6 +55,7 @@ use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 pub use recover::{recover, recover_with};
+pub(crate) use scan::markup_tag;
 pub use schema::ToolSpec;
 
 /// A call as the server returned it in `tool_calls`: a name and the arguments as a JSON string.

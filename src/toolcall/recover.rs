@@ -330,18 +330,10 @@ fn own_block(text: &str, span: &Range<usize>, ctx: &mut Ctx) -> bool {
 fn only_tags(s: &str) -> bool {
     let mut rest = s.trim();
     while !rest.is_empty() {
-        let Some(tag) = rest.strip_prefix('<') else {
+        let Some(len) = scan::markup_tag(rest) else {
             return false;
         };
-        let Some(close) = tag.find('>') else {
-            return false;
-        };
-        let name = tag[..close].trim_start_matches('/');
-        let word = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ':' | '|');
-        if name.is_empty() || !name.chars().all(word) {
-            return false;
-        }
-        rest = tag[close + 1..].trim_start();
+        rest = rest[len..].trim_start();
     }
     true
 }

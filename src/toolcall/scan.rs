@@ -160,6 +160,19 @@ pub(crate) fn is_name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':' | b'/')
 }
 
+/// The length of the markup tag `s` starts with (`<tools>`, `</tool_response>`, `<|im_end|>`), if it
+/// starts with one: a name of ASCII letters, digits, `_`, `-`, `:` and `|` between `<` or `</` and `>`.
+pub(crate) fn markup_tag(s: &str) -> Option<usize> {
+    let open = if s.starts_with("</") { 2 } else { 1 };
+    if !s.starts_with('<') {
+        return None;
+    }
+    let rest = &s[open..];
+    let close = rest.find('>')?;
+    let tag = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ':' | '|');
+    (close > 0 && rest[..close].chars().all(tag)).then_some(open + close + 1)
+}
+
 /// The end of the run of name bytes starting at `i`, if it is 1 to `max` bytes long.
 pub(crate) fn name_end(text: &str, i: usize, max: usize, ctx: &mut Ctx) -> Option<usize> {
     let b = text.as_bytes();

@@ -52,13 +52,7 @@ impl Tool for Edit {
 fn edit(ws: &Workspace, args: Args) -> Result<String, String> {
     let asked = args.string("path")?;
     // A glob that names one file edits it (old_string must still match exactly); more are refused.
-    let path = match GlobPath::of(ws, asked) {
-        None => ws.resolve(asked)?,
-        Some(glob) => match glob.single() {
-            Some(one) => ws.resolve(one)?,
-            None => return Err(glob.refusal("edit")),
-        },
-    };
+    let (path, _) = GlobPath::one_file(ws, asked, "edit")?;
     let old = args.string("old_string")?;
     let new = args.string("new_string")?;
     let all = args.flag("replace_all");

@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use super::text::plural;
-use super::walk::{files, Filter};
+use super::walk::{files, Filter, GlobPath};
 use super::{object, Args, CallFuture, Context, Tool, ToolError, Workspace};
 
 /// At most this many paths per call.
@@ -47,7 +47,7 @@ fn list(ws: &Workspace, args: Args) -> Result<String, String> {
     let mut glob = args.opt_string("glob").filter(|g| !g.trim().is_empty());
     let mut start = ws.resolve(path)?;
     let mut note = String::new();
-    if !start.abs.exists() && glob.is_none() && path.contains(['*', '?', '[']) {
+    if glob.is_none() && GlobPath::is_glob(ws, path) {
         glob = Some(path);
         start = ws.resolve(".")?;
         note = format!(" (`{path}` is a glob, not a directory: pass it as glob)");

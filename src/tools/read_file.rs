@@ -50,19 +50,10 @@ impl Tool for ReadFile {
 fn read(ws: &Workspace, args: Args) -> Result<String, String> {
     let asked = args.string("path")?;
     // A glob (a task's scope, say) that names one file reads it; more than one is refused with the list.
-    let (path, glob_note) = match GlobPath::of(ws, asked) {
-        None => (ws.resolve(asked)?, String::new()),
-        Some(glob) => match glob.single() {
-            Some(one) => (
-                ws.resolve(one)?,
-                format!(
-                    "`{}` is a glob; the one file it matches is shown.\n",
-                    glob.glob
-                ),
-            ),
-            None => return Err(glob.refusal("read_file")),
-        },
-    };
+    let (path, glob) = GlobPath::one_file(ws, asked, "read_file")?;
+    let glob_note = glob
+        .map(|glob| format!("`{glob}` is a glob; the one file it matches is shown.\n"))
+        .unwrap_or_default();
     let text = read_text(&path).map_err(|err| with_similar(ws, &path, err))?;
     let rel = &path.rel;
     ws.record_seen(rel);

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::text::{looks_binary, plural, small_file, MAX_FILE_BYTES};
 use super::walk::{files, Filter, GlobPath};
-use super::{object, Args, CallFuture, Context, Tool, ToolError, Workspace};
+use super::{object, Args, CallFuture, Context, Resolved, Tool, ToolError, Workspace};
 
 /// At most this many matching lines per call.
 pub const MAX_MATCHES: usize = 200;
@@ -45,12 +45,11 @@ impl Tool for Search {
     }
 
     fn call<'a>(&'a self, ctx: &'a mut Context<'_>, args: &'a Value) -> CallFuture<'a> {
-        Box::pin(async move { search(ctx.workspace, args).map_err(ToolError::Failed) })
+        Box::pin(async move { search(ctx.workspace, Args::of(args)).map_err(ToolError::Failed) })
     }
 }
 
-fn search(ws: &Workspace, args_json: &Value) -> Result<String, String> {
-    let args = Args::of(args_json);
+fn search(ws: &Workspace, args: Args) -> Result<String, String> {
     let pattern = args.string("pattern")?;
     if pattern.is_empty() {
         return Err(
@@ -60,12 +59,11 @@ fn search(ws: &Workspace, args_json: &Value) -> Result<String, String> {
     let asked = args.opt_string("path").unwrap_or(".");
     let mut glob = args.opt_string("glob").filter(|g| !g.trim().is_empty());
     // A glob given as the path (a task's scope, say) filters the files, as `glob` would.
-    let mut start = match GlobPath::of(ws, asked) {
-        Some(_) if glob.is_none() => {
-            glob = Some(asked);
-            ws.resolve(".")?
-        }
-        _ => ws.resolve(asked)?,
+    let mut start = if glob.is_none() && GlobPath::is_glob(ws, asked) {
+        glob = Some(asked);
+        ws.resolve(".")?
+    } else {
+        ws.resolve(asked)?
     };
     // A path that is not there: the whole repository is searched, and the answer says so.
     let mut missing = String::new();
@@ -99,10 +97,68 @@ fn search(ws: &Workspace, args_json: &Value) -> Result<String, String> {
     };
 
     note.insert_str(0, &missing);
-    let mut shown: Vec<String> = Vec::new();
-    let mut total = 0;
-    let mut in_files = 0;
-    for file in files(ws, &start, filter.as_ref()) {
+    let place = if start.rel == "." {
+        String::new()
+    } else {
+        format!(" in `{}`", start.rel)
+    };
+    let matching = glob
+        .map(|g| format!(" (files matching `{}`)", g.trim()))
+        .unwrap_or_default();
+    let hits = find(ws, &start, filter.as_ref(), &regex);
+    if hits.total > 0 {
+        return Ok(format!("{note}{}", hits.listing(&place, &matching)));
+    }
+    let none = format!("{note}No matches for `{pattern}`{place}{matching}.");
+    // `median\(\)` for `def median(xs)`: the name alone usually finds what was meant.
+    let retry = key_word(pattern).and_then(|word| Some((build(&word).ok()?, word)));
+    if let Some((word_regex, word)) = retry {
+        let again = find(ws, &start, filter.as_ref(), &word_regex);
+        if again.total > 0 {
+            return Ok(format!(
+                "{none} Searched for `{word}` instead: {}",
+                again.listing(&place, &matching)
+            ));
+        }
+    }
+    Ok(none)
+}
+
+/// The matching lines of one search.
+struct Hits {
+    /// `path:line: text`, the first [`MAX_MATCHES`].
+    shown: Vec<String>,
+    total: usize,
+    in_files: usize,
+}
+
+impl Hits {
+    /// `N matches in M files{place}{matching}:` and the lines shown, with how many more there are.
+    fn listing(&self, place: &str, matching: &str) -> String {
+        let mut out = format!(
+            "{} in {}{place}{matching}:\n{}",
+            plural(self.total, "match", "matches"),
+            plural(self.in_files, "file", "files"),
+            self.shown.join("\n")
+        );
+        if self.total > self.shown.len() {
+            out.push_str(&format!(
+                "\n[{} more matches not shown; narrow the search with path, glob or a more specific pattern]",
+                self.total - self.shown.len()
+            ));
+        }
+        out
+    }
+}
+
+/// The lines `regex` matches in the text files under `start` that `filter` accepts.
+fn find(ws: &Workspace, start: &Resolved, filter: Option<&Filter>, regex: &Regex) -> Hits {
+    let mut hits = Hits {
+        shown: Vec::new(),
+        total: 0,
+        in_files: 0,
+    };
+    for file in files(ws, start, filter) {
         if !small_file(&file.abs, MAX_FILE_BYTES) {
             continue;
         }
@@ -120,9 +176,9 @@ fn search(ws: &Workspace, args_json: &Value) -> Result<String, String> {
                 continue;
             };
             hit = true;
-            total += 1;
-            if shown.len() < MAX_MATCHES {
-                shown.push(format!(
+            hits.total += 1;
+            if hits.shown.len() < MAX_MATCHES {
+                hits.shown.push(format!(
                     "{}:{}: {}",
                     file.rel,
                     i + 1,
@@ -130,44 +186,9 @@ fn search(ws: &Workspace, args_json: &Value) -> Result<String, String> {
                 ));
             }
         }
-        in_files += usize::from(hit);
+        hits.in_files += usize::from(hit);
     }
-
-    let place = if start.rel == "." {
-        String::new()
-    } else {
-        format!(" in `{}`", start.rel)
-    };
-    let matching = glob
-        .map(|g| format!(" (files matching `{}`)", g.trim()))
-        .unwrap_or_default();
-    if total == 0 {
-        let none = format!("{note}No matches for `{pattern}`{place}{matching}.");
-        // `median\(\)` for `def median(xs)`: the name alone usually finds what was meant.
-        if let Some(word) = key_word(pattern) {
-            let mut again = args_json.clone();
-            again["pattern"] = Value::String(word.clone());
-            if let Ok(found) = search(ws, &again) {
-                if !found.contains("No matches for") {
-                    return Ok(format!("{none} Searched for `{word}` instead: {found}"));
-                }
-            }
-        }
-        return Ok(none);
-    }
-    let mut out = format!(
-        "{note}{} in {}{place}{matching}:\n{}",
-        plural(total, "match", "matches"),
-        plural(in_files, "file", "files"),
-        shown.join("\n")
-    );
-    if total > shown.len() {
-        out.push_str(&format!(
-            "\n[{} more matches not shown; narrow the search with path, glob or a more specific pattern]",
-            total - shown.len()
-        ));
-    }
-    Ok(out)
+    hits
 }
 
 /// The longest name in a pattern (escapes dropped) when the pattern is more than that name: what a

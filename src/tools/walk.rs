@@ -83,11 +83,14 @@ pub(crate) struct GlobPath {
 const MAX_NAMED: usize = 12;
 
 impl GlobPath {
+    /// Whether `path` is a glob rather than a path: it has `*`, `?` or `[` and names nothing that exists.
+    /// Cheap: no walk of the repository.
+    pub(crate) fn is_glob(ws: &Workspace, path: &str) -> bool {
+        path.contains(['*', '?', '[']) && !ws.resolve(path).is_ok_and(|r| r.abs.exists())
+    }
+
     pub(crate) fn of(ws: &Workspace, path: &str) -> Option<GlobPath> {
-        if !path.contains(['*', '?', '[']) {
-            return None;
-        }
-        if ws.resolve(path).is_ok_and(|r| r.abs.exists()) {
+        if !Self::is_glob(ws, path) {
             return None;
         }
         let filter = Filter::new(path).ok()?;
@@ -102,11 +105,19 @@ impl GlobPath {
         })
     }
 
-    /// The one file it matches, if it matches exactly one.
-    pub(crate) fn single(&self) -> Option<&str> {
-        match self.matches.as_slice() {
-            [one] => Some(one),
-            _ => None,
+    /// The one file `asked` names for `tool` (`read_file`, `edit`): the path itself, or the one file a
+    /// glob matches, with the glob. A glob of no file or of several is refused with the files it matches.
+    pub(crate) fn one_file(
+        ws: &Workspace,
+        asked: &str,
+        tool: &str,
+    ) -> Result<(Resolved, Option<String>), String> {
+        let Some(glob) = Self::of(ws, asked) else {
+            return Ok((ws.resolve(asked)?, None));
+        };
+        match glob.matches.as_slice() {
+            [one] => Ok((ws.resolve(one)?, Some(glob.glob))),
+            _ => Err(glob.refusal(tool)),
         }
     }
 

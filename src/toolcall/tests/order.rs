@@ -284,14 +284,14 @@ fn no_call_is_recovered_when_no_tools_are_offered() {
     assert_eq!(
         to_json(&recover(&msg, &[], None)),
         with_unknown(
-expect_warned(
-            "glm",
-            json!([]),
-            "",
-            &["dropped a call to \"list_files\": no such tool is offered (no tools are offered)"]
-        ),
-&["list_files"],
-)
+            expect_warned(
+                "glm",
+                json!([]),
+                "",
+                &["dropped a call to \"list_files\": no such tool is offered (no tools are offered)"]
+            ),
+            &["list_files"],
+        )
     );
 }
 
