@@ -765,6 +765,15 @@ pub struct RunArgs {
     ))]
     pub max_tokens: Option<u32>,
 
+    #[arg(long, value_name = "BYTES", help = format!(
+        "The first message shows the repository's file names and the text of the files the task is about \
+         (named in it, defining a name it mentions, or using one), up to BYTES of text, so that the model \
+         can change the code on its first turn; 0 shows nothing. \
+         [default: vouch.toml's preload, else {}]",
+        crate::tools::DEFAULT_OVERVIEW_BYTES
+    ))]
+    pub preload: Option<usize>,
+
     /// Remove the task's existing worktree and branch vouch/<task-id> first.
     #[arg(long, conflicts_with = "resume")]
     pub fresh: bool,

@@ -40,6 +40,8 @@ pub struct Settings {
     pub context: Option<u64>,
     /// Tokens one reply may generate.
     pub max_tokens: Option<u32>,
+    /// Bytes of file text the first message shows.
+    pub preload: Option<usize>,
     pub profile: Option<String>,
     pub author: Option<String>,
     pub signoff: Option<bool>,
@@ -104,6 +106,7 @@ impl Settings {
             repair_cycles: over.repair_cycles.or(self.repair_cycles),
             context: over.context.or(self.context),
             max_tokens: over.max_tokens.or(self.max_tokens),
+            preload: over.preload.or(self.preload),
             profile: over.profile.or(self.profile),
             author: over.author.or(self.author),
             signoff: over.signoff.or(self.signoff),
@@ -295,6 +298,7 @@ mod tests {
                 repair_cycles: Some(0),
                 context: Some(65536),
                 max_tokens: None,
+                preload: None,
                 profile: Some("rust".into()),
                 author: Some("A <a@b.c>".into()),
                 signoff: Some(false),

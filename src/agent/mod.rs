@@ -80,6 +80,8 @@ pub struct Config {
     pub resume: bool,
     /// The server's context size in tokens when `/props` does not say [default: [`DEFAULT_CONTEXT`]].
     pub context: Option<u64>,
+    /// Bytes of file text the first message shows (the files the task is about); 0 shows nothing.
+    pub preload: usize,
     pub model: ModelConfig,
     pub rails: Rails,
     /// `Name <email>` for the commit [default: the repository's git config, else vouch's].
@@ -191,14 +193,6 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
             branch: wt.branch.clone(),
         });
     }
-    let messages = if resumed.messages.is_empty() {
-        vec![
-            ChatMessage::system(prompt::SYSTEM),
-            ChatMessage::user(cfg.task.message()),
-        ]
-    } else {
-        resumed.messages
-    };
     // Code the model wrote runs confined: it may read the user's repository (the worktree's git data lives
     // there) and write only the worktree and its caches.
     let readable = vec![crate::git::open(&wt.repo)?.commondir().to_path_buf()];
@@ -233,6 +227,33 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
     }
     let registry = Registry::for_run(&settings);
     let workspace = Workspace::new(&wt.dir)?;
+    let messages = if resumed.messages.is_empty() {
+        let mut first = cfg.task.message();
+        // The code the task is about, shown at once: a small model edits on its first turn instead of
+        // spending turns finding and reading it.
+        if let Some(view) = crate::tools::overview(&workspace, &first, cfg.preload) {
+            first.push_str(&view.text);
+            ui.line(&format!(
+                "  first message: the {} file names{}",
+                view.files,
+                if view.shown.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " and the text of {} ({:.1} KB)",
+                        view.shown.join(", "),
+                        view.bytes as f64 / 1024.0
+                    )
+                }
+            ));
+        }
+        vec![
+            ChatMessage::system(prompt::SYSTEM),
+            ChatMessage::user(first),
+        ]
+    } else {
+        resumed.messages
+    };
     if cfg.resume {
         // What the earlier run's tools changed is not known: the commit takes every change but artefacts.
         workspace.record_unknown();

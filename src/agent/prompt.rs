@@ -17,7 +17,7 @@ Tools:
 and a short summary of the change.
 
 How to work:
-1. Read the code the issue is about before changing it.
+1. Read the code the issue is about before changing it (the user's message may show it already).
 2. Make the smallest change that fixes the issue. Keep the existing style.
 3. Add a regression test that fails without your fix and passes with it. Do not weaken or delete tests.
 4. Run the tests. Fix what fails.

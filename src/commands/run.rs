@@ -242,6 +242,7 @@ fn flag_settings(args: &RunArgs) -> Settings {
         repair_cycles: args.repair_cycles,
         context: args.context,
         max_tokens: args.max_tokens,
+        preload: args.preload,
         profile: args.profile.clone(),
         author: args.author.clone(),
         signoff: args.signoff.then_some(true),
@@ -306,6 +307,9 @@ fn config(
         fresh: args.fresh,
         resume: args.resume,
         context: settings.context.filter(|n| *n > 0),
+        preload: settings
+            .preload
+            .unwrap_or(crate::tools::DEFAULT_OVERVIEW_BYTES),
         model,
         rails: Rails {
             max_turns,

@@ -23,6 +23,7 @@
 mod args;
 mod edit;
 mod list_files;
+mod overview;
 mod read_file;
 mod registry;
 mod run_tests;
@@ -45,6 +46,7 @@ use tokio_util::sync::CancellationToken;
 pub use args::Args;
 pub use edit::Edit;
 pub use list_files::ListFiles;
+pub use overview::{overview, Overview, DEFAULT_BUDGET as DEFAULT_OVERVIEW_BYTES};
 pub use read_file::ReadFile;
 pub use registry::{no_such_tool, Registry};
 pub use run_tests::{RunTests, TestResult, TestRunner};

@@ -47,6 +47,19 @@ impl Tool for ReadFile {
     }
 }
 
+/// `rel` as `read_file` shows it, whole or lines `first..=last`: the opening message shows files this way.
+pub(crate) fn show(
+    ws: &Workspace,
+    rel: &str,
+    lines: Option<(usize, usize)>,
+) -> Result<String, String> {
+    let args = match lines {
+        Some((first, last)) => json!({"path": rel, "start_line": first, "end_line": last}),
+        None => json!({"path": rel}),
+    };
+    read(ws, Args::of(&args))
+}
+
 fn read(ws: &Workspace, args: Args) -> Result<String, String> {
     let asked = args.string("path")?;
     // A glob (a task's scope, say) that names one file reads it; more than one is refused with the list.

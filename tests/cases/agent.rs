@@ -2020,7 +2020,8 @@ async fn write_file_refuses_tool_calls_and_unread_rewrites_and_says_unchanged_fo
         ),
     ])
     .await;
-    let run = vouch_run(&repo, &model, &["--prompt", "rewrite"]).await;
+    // Nothing shown in the first message: the model has read no file when it writes.
+    let run = vouch_run(&repo, &model, &["--prompt", "rewrite", "--preload", "0"]).await;
     let requests = model.finish();
     assert_eq!(run.code, 1, "{}", explain(&run));
     let result = |n: usize| tool_results(&requests[n])[0].1.clone();
@@ -2047,6 +2048,56 @@ async fn write_file_refuses_tool_calls_and_unread_rewrites_and_says_unchanged_fo
         .map(|e| e["ok"].clone())
         .collect();
     assert_eq!(oks, [json!(false), json!(false), json!(true), json!(true)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_message_shows_the_code_the_task_is_about_so_turn_one_can_edit_it() {
+    let repo = calc_repo();
+    let edit = || {
+        call(
+            1,
+            "edit",
+            json!({
+                "path": "calc.py",
+                "old_string": "def add(a, b):\n    return a - b",
+                "new_string": "def add(a, b):\n    return a + b"
+            }),
+        )
+    };
+    let submit = || call(2, "submit", json!({"verdict": "NO-GO", "summary": "fixed"}));
+    let model = Model::start(vec![edit(), submit()]).await;
+    let run = vouch_run(&repo, &model, &["--prompt", "`add()` subtracts"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let first = requests[0]["messages"][1]["content"].as_str().unwrap();
+    // The file names, then the file that defines `add` as read_file shows it, then its test.
+    assert!(
+        first.contains("\nThe repository's files (3):\ncalc.py\npyproject.toml\ntest_calc.py\n"),
+        "{first}"
+    );
+    let shown = first.find("\ncalc.py (").unwrap();
+    assert!(first[shown..].contains("     1\tdef add(a, b):"), "{first}");
+    assert!(first.find("\ntest_calc.py (").unwrap() > shown, "{first}");
+    // The edit on turn one applied: the model had seen the file.
+    let result = &tool_results(&requests[1])[0].1;
+    assert!(result.starts_with("Edited calc.py"), "{result}");
+    assert!(run
+        .stderr
+        .contains("first message: the 3 file names and the text of calc.py"));
+
+    // With --preload 0 the first message is the task alone.
+    let repo = calc_repo();
+    let model = Model::start(vec![submit()]).await;
+    let run = vouch_run(
+        &repo,
+        &model,
+        &["--prompt", "`add()` subtracts", "--preload", "0"],
+    )
+    .await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let first = requests[0]["messages"][1]["content"].as_str().unwrap();
+    assert_eq!(first, "# Task: `add()` subtracts\n\n`add()` subtracts\n");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

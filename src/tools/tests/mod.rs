@@ -6,6 +6,7 @@ mod dispatch;
 mod edit;
 mod glob_paths;
 mod list_files;
+mod overview;
 mod read_file;
 mod search;
 mod write_file;
