@@ -227,6 +227,25 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
     }
     let registry = Registry::for_run(&settings);
     let workspace = Workspace::new(&wt.dir)?;
+    ui.line(&format!(
+        "vouch run {}: {}worktree {} on branch {} from {}",
+        cfg.task.id,
+        if cfg.resume {
+            format!("resuming after turn {}, ", resumed.turns)
+        } else {
+            String::new()
+        },
+        wt.dir.display(),
+        wt.branch,
+        short(&wt.base.to_string())
+    ));
+    if let Some(rel) = unignored_inside(&wt) {
+        ui.line(&format!(
+            "  note: the workspace is inside your checkout and not ignored: `git status` there lists {}; \
+             run vouch from another directory, or let it use its default place",
+            rel
+        ));
+    }
     let messages = if resumed.messages.is_empty() {
         let mut first = cfg.task.message();
         // The code the task is about, shown at once: a small model edits on its first turn instead of
@@ -258,25 +277,6 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         // What the earlier run's tools changed is not known: the commit takes every change but artefacts.
         workspace.record_unknown();
     }
-    ui.line(&format!(
-        "vouch run {}: {}worktree {} on branch {} from {}",
-        cfg.task.id,
-        if cfg.resume {
-            format!("resuming after turn {}, ", resumed.turns)
-        } else {
-            String::new()
-        },
-        wt.dir.display(),
-        wt.branch,
-        short(&wt.base.to_string())
-    ));
-    if let Some(rel) = unignored_inside(&wt) {
-        ui.line(&format!(
-            "  note: the workspace is inside your checkout and not ignored: `git status` there lists {}; \
-             run vouch from another directory, or let it use its default place",
-            rel
-        ));
-    }
     let mut agent = Agent {
         cfg,
         ui,
@@ -304,6 +304,7 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         error: None,
         oversized: HashSet::new(),
         tests_seen: None,
+        asked_again: false,
     };
     if matches!(agent.messages.last(), Some(ChatMessage::Assistant { .. })) {
         // The earlier run stopped on a reply without a call: the conversation goes on with a reminder.
@@ -473,6 +474,8 @@ struct Agent<'a> {
     oversized: HashSet<String>,
     /// The tests' result the stall rail last saw: progress is this changing.
     tests_seen: Option<crate::tools::TestResult>,
+    /// The last reply was empty and the same request was sent again (once per request).
+    asked_again: bool,
 }
 
 impl Agent<'_> {
@@ -492,6 +495,21 @@ impl Agent<'_> {
                 Ok(turn) => turn,
                 Err(stop) => return (self.unfinished_or_error(stop), stop),
             };
+            // An empty reply (the model ended its turn at once, as small models do after a tool result) is
+            // asked for again once, with the same messages: the server has them cached, and a sampled
+            // second reply usually says something. An empty message in the history would be copied.
+            let empty = turn.calls.is_empty()
+                && turn.content.trim().is_empty()
+                && turn.unknown_tools.is_empty();
+            if empty && !self.asked_again {
+                self.asked_again = true;
+                self.ui.line(&format!(
+                    "  turn {}: an empty reply; asking again with the same messages",
+                    self.turns
+                ));
+                continue;
+            }
+            self.asked_again = false;
             self.messages.push(ChatMessage::assistant(
                 turn.content.clone(),
                 turn.calls.clone(),

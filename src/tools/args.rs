@@ -2,7 +2,9 @@
 //!
 //! The check is lenient where one reading is obvious (a `null` optional field is left out, `"10"` is an
 //! integer, arguments sent as a JSON string are parsed) and strict elsewhere: unknown fields are refused, so a
-//! model that writes `file_path` learns the field is `path` instead of having its edit silently ignored.
+//! model that writes `file_path` learns the field is `path` instead of having its edit silently ignored. One
+//! unknown field where exactly one required field is missing is read as that field (`edit` with `content`
+//! and no `new_string`), and the answer says so.
 
 use serde_json::{Map, Value};
 
@@ -131,8 +133,9 @@ impl Params {
         Some(fields)
     }
 
-    /// The arguments, typed, or what is wrong with them.
-    pub(crate) fn check(&self, args: &Value) -> Result<Value, String> {
+    /// The arguments, typed, with a note when an unknown field was read as the one missing required field;
+    /// or what is wrong with them.
+    pub(crate) fn check(&self, args: &Value) -> Result<(Value, Option<String>), String> {
         let parsed;
         let args = match args {
             Value::String(text) if text.trim().is_empty() => &Value::Null,
@@ -164,12 +167,14 @@ impl Params {
         };
         let mut out = Map::new();
         let mut echoed = false;
+        let mut unknown = Vec::new();
         for (key, value) in object {
             if SCHEMA_KEYS.contains(&key.as_str()) && !self.has(key) {
                 continue;
             }
             let Some(field) = self.fields.iter().find(|f| &f.name == key) else {
-                return Err(format!("unknown field `{key}`"));
+                unknown.push((key, value));
+                continue;
             };
             if value.is_null() {
                 continue;
@@ -186,18 +191,32 @@ impl Params {
         } else {
             ""
         };
-        let missing: Vec<String> = self
+        let missing: Vec<&Field> = self
             .ordered()
             .into_iter()
             .filter(|f| f.required && !out.contains_key(&f.name))
-            .map(|f| format!("`{}`", f.name))
             .collect();
+        let mut note = None;
+        match (unknown.as_slice(), missing.as_slice()) {
+            ([], _) => {}
+            // `{"path", "old_string", "content"}` for edit: the one unknown field is the one missing.
+            ([(key, value)], [field]) if !value.is_null() && field.typed(value).is_ok() => {
+                out.insert(field.name.clone(), field.typed(value)?);
+                note = Some(format!(
+                    "There is no field `{key}`: it was read as `{}`.",
+                    field.name
+                ));
+                return Ok((Value::Object(out), note));
+            }
+            ([(key, _), ..], _) => return Err(format!("unknown field `{key}`")),
+        }
+        let missing: Vec<String> = missing.iter().map(|f| format!("`{}`", f.name)).collect();
         match missing.len() {
             0 => {}
             1 => return Err(format!("missing field {}{echo}", missing[0])),
             _ => return Err(format!("missing fields {}{echo}", missing.join(", "))),
         }
-        Ok(Value::Object(out))
+        Ok((Value::Object(out), note.take()))
     }
 }
 

@@ -81,17 +81,33 @@ impl Registry {
             return Err(ToolError::failed(no_such_tool(name, &self.names())));
         };
         let checked;
+        let mut note = None;
         let args = if tool.strict() {
-            checked = params.check(args).map_err(|problem| {
+            let (args, read_as) = params.check(args).map_err(|problem| {
                 ToolError::failed(format!(
                     "Bad arguments for {name}: {problem}. {name} takes {}.",
                     params.describe()
                 ))
             })?;
+            checked = args;
+            note = read_as;
             &checked
         } else {
             args
         };
+        let result = Self::call(tool.as_ref(), ctx, name, args).await;
+        // The model learns the field's name from the answer, whatever the call did.
+        match note {
+            None => result,
+            Some(note) => match result {
+                Ok(text) => Ok(format!("{text}\n({note})")),
+                Err(ToolError::Failed(text)) => Err(ToolError::Failed(format!("{text}\n({note})"))),
+                Err(other) => Err(other),
+            },
+        }
+    }
+
+    async fn call(tool: &dyn Tool, ctx: &mut Context<'_>, name: &str, args: &Value) -> CallResult {
         // A bug in a tool must not end the agent's run: it becomes one more failed call.
         AssertUnwindSafe(tool.call(ctx, args))
             .catch_unwind()

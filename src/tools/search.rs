@@ -74,7 +74,20 @@ fn search(ws: &Workspace, args: Args) -> Result<String, String> {
         );
         start = ws.resolve(".")?;
     }
-    let filter = glob.map(Filter::new).transpose()?;
+    let mut filter = glob.map(Filter::new).transpose()?;
+    // `path: tests/words.rs` with `glob: src/**` (the task's scope): a glob that leaves no file of the path
+    // would make every search empty, so the path alone is searched.
+    if let (Some(g), Some(f)) = (glob, filter.as_ref()) {
+        if start.rel != "." && files(ws, &start, Some(f)).is_empty() {
+            missing.push_str(&format!(
+                "No file of `{}` matches the glob `{}`, so the glob was left out.\n",
+                start.rel,
+                g.trim()
+            ));
+            filter = None;
+            glob = None;
+        }
+    }
     let (regex, mut note) = match build(pattern) {
         Ok(regex) => (regex, String::new()),
         Err(err) => {

@@ -233,6 +233,18 @@ fn check_history(body: &Value, previous: Option<&(Value, Value)>) -> Result<(), 
                         .as_str()
                         .is_some_and(|c| c.starts_with("[output of ") && c.contains(" elided ")))
         };
+        // The other: an empty answer is asked for again with the same messages.
+        let empty = prev_answer["content"]
+            .as_str()
+            .unwrap_or_default()
+            .trim()
+            .is_empty()
+            && prev_answer["tool_calls"]
+                .as_array()
+                .is_none_or(|c| c.is_empty());
+        if empty && messages[..] == prev[..] {
+            return Ok(());
+        }
         if messages.len() <= prev.len() || !messages.iter().zip(prev.iter()).all(same) {
             return Err(
                 "the history was rewritten: the request does not extend the previous one".into(),
@@ -2098,6 +2110,38 @@ async fn the_first_message_shows_the_code_the_task_is_about_so_turn_one_can_edit
     assert_eq!(run.code, 1, "{}", explain(&run));
     let first = requests[0]["messages"][1]["content"].as_str().unwrap();
     assert_eq!(first, "# Task: `add()` subtracts\n\n`add()` subtracts\n");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_reply_is_asked_for_again_once_with_the_same_messages() {
+    // The 1.5B coder ended its turn at once after a tool result, five times in one quick start; each empty
+    // reply went into the history with a nudge, and the next replies were empty too.
+    let repo = calc_repo();
+    let model = Model::start(vec![
+        text(""),
+        text(""),
+        call(1, "submit", json!({"verdict": "NO-GO", "summary": "stuck"})),
+    ])
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "empty replies"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    assert_eq!(requests.len(), 3);
+    // The second request is the first again; only after the second empty reply comes the nudge.
+    assert_eq!(requests[1]["messages"], requests[0]["messages"]);
+    let third = requests[2]["messages"].as_array().unwrap();
+    assert_eq!(
+        third.len(),
+        requests[0]["messages"].as_array().unwrap().len() + 2
+    );
+    assert_eq!(third[third.len() - 2]["role"], "assistant");
+    assert!(third[third.len() - 1]["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("Your reply had no tool call."));
+    assert!(run
+        .stderr
+        .contains("an empty reply; asking again with the same messages"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -212,8 +212,14 @@ fn missing_unknown_and_mistyped_fields_are_named_with_the_fields_the_tool_takes(
          required), old_string (string, required), new_string (string, required), replace_all (boolean)."
     );
     assert_eq!(
-        f.err("edit", json!({"file_path": "a.txt", "old_string": "a", "new_string": "b"})),
-        "Bad arguments for edit: unknown field `file_path`. edit takes path (string, required), old_string \
+        f.err("edit", json!({"path": "a.txt", "old_string": "a", "new_string": "b", "file": "a.txt"})),
+        "Bad arguments for edit: unknown field `file`. edit takes path (string, required), old_string \
+         (string, required), new_string (string, required), replace_all (boolean)."
+    );
+    // Two unknown fields for two missing ones: which is which is a guess, so nothing is guessed.
+    assert_eq!(
+        f.err("edit", json!({"path": "a.txt", "old": "a", "new": "b"})),
+        "Bad arguments for edit: unknown field `new`. edit takes path (string, required), old_string \
          (string, required), new_string (string, required), replace_all (boolean)."
     );
     assert_eq!(
@@ -254,4 +260,30 @@ fn obvious_slips_in_arguments_are_accepted() {
         f.ok("list_files", Value::Null),
         "1 file in the repository:\na.txt"
     );
+}
+
+#[test]
+fn one_unknown_field_for_the_one_missing_required_field_is_read_as_it_and_the_answer_says_so() {
+    // The 1.5B coder's edit on the quick start's task: `content` where `new_string` belongs.
+    let f = fixture(&[("a.txt", "one two\n")]);
+    assert_eq!(
+        f.ok(
+            "edit",
+            json!({"path": "a.txt", "old_string": "two", "content": "three"})
+        ),
+        "Edited a.txt: replaced 1 occurrence, now at line 1.\n     1\tone three\n(There is no field \
+         `content`: it was read as `new_string`.)"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.repo().join("a.txt")).unwrap(),
+        "one three\n"
+    );
+    assert_eq!(
+        f.err("read_file", json!({"file_path": "b.txt"})),
+        "`b.txt` does not exist. Use list_files to see the files, or write_file to create it.\n(There is \
+         no field `file_path`: it was read as `path`.)"
+    );
+    // A value of the wrong kind for the missing field is not taken for it.
+    let err = f.err("read_file", json!({"file_path": ["a.txt"]}));
+    assert!(err.contains("unknown field `file_path`"), "{err}");
 }

@@ -104,3 +104,26 @@ fn a_search_that_finds_nothing_is_tried_again_with_the_name_in_it() {
         "No matches for `gamma\\(`."
     );
 }
+
+#[test]
+fn a_glob_that_leaves_no_file_of_the_path_is_left_out() {
+    // The 1.5B coder's search on the quick start's task: the task's scope as the glob, a test file as the path.
+    let f = fixture(&[
+        ("src/lib.rs", "pub fn word_count() {}\n"),
+        ("tests/words.rs", "use textstats::word_count;\n"),
+    ]);
+    assert_eq!(
+        f.ok(
+            "search",
+            json!({"pattern": "word_count", "path": "tests/words.rs", "glob": "src/**"})
+        ),
+        "No file of `tests/words.rs` matches the glob `src/**`, so the glob was left out.\n1 match in 1 \
+         file in `tests/words.rs`:\ntests/words.rs:1: use textstats::word_count;"
+    );
+    // A glob that keeps some file of the path still filters.
+    let out = f.ok("search", json!({"pattern": "word_count", "glob": "src/**"}));
+    assert!(
+        out.ends_with(":\nsrc/lib.rs:1: pub fn word_count() {}"),
+        "{out}"
+    );
+}
