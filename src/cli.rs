@@ -635,7 +635,7 @@ Prints {\"format\", \"calls\": [{\"name\", \"arguments\"}], \"content\"}, plus \
 Formats: hermes, qwen3-coder, seed-oss, glm, minimax-m2, step3, mistral, llama3-json,
   json, pythonic, deepseek-r1, deepseek-v3.1, deepseek-dsml, kimi-k2, harmony,
   functionary-v3.1, functionary-v3.2, apertus, kimi-k3, solar-open, granite, nemotron, command-r7b,
-  phi4, tool-calls-json, internlm, gemma4, functiongemma";
+  phi4, tool-calls-json, internlm, gemma4, functiongemma, function-tag";
 
 /// What `vouch run` does without an endpoint (the help of `--endpoint` says it).
 pub const MANAGED_ENDPOINT: &str =

@@ -27,7 +27,7 @@ enum Mark {
     KimiOrDeepseek,
 }
 
-const ANGLE: [(&str, Mark); 29] = [
+const ANGLE: [(&str, Mark); 30] = [
     ("<tool_call>", Mark::ToolCall),
     ("<tool_calls>", Mark::ToolCalls),
     ("<function=", Mark::FunctionEq),
@@ -35,6 +35,7 @@ const ANGLE: [(&str, Mark); 29] = [
     ("<seed:tool_call>", Mark::Is(Format::SeedOss)),
     ("<minimax:tool_call>", Mark::Is(Format::MinimaxM2)),
     ("<invoke name=", Mark::Is(Format::MinimaxM2)),
+    ("<function name=", Mark::Is(Format::FunctionTag)),
     ("<steptml:invoke", Mark::Is(Format::Step3)),
     ("<longcat_tool_call>", Mark::Is(Format::Hermes)),
     ("<TOOLCALL>", Mark::Is(Format::Nemotron)),

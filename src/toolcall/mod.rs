@@ -22,6 +22,7 @@ mod apertus;
 mod bare_json;
 mod deepseek;
 mod detect;
+mod function_tag;
 mod functionary;
 mod functionary_v32;
 mod gemma;
@@ -169,6 +170,9 @@ pub enum Format {
     Gemma4,
     /// `<start_function_call>call:NAME{k:<escape>v<escape>}<end_function_call>` (FunctionGemma).
     FunctionGemma,
+    /// `<function name="NAME" parameters={…} />`, often in `<tools>` (no template's: Qwen2.5-Coder 1.5B's
+    /// plans of several calls).
+    FunctionTag,
     /// The syntax learned from the server's chat template (`learn`), when no parser of vouch's reads it:
     /// tried only when recovery is given a [`learn::Learned`].
     Learned,
@@ -178,7 +182,7 @@ pub enum Format {
 
 impl Format {
     /// The formats a caller can force, in the order their names are listed to users.
-    pub const PARSERS: [Format; 28] = [
+    pub const PARSERS: [Format; 29] = [
         Format::Hermes,
         Format::Qwen3Coder,
         Format::SeedOss,
@@ -207,6 +211,7 @@ impl Format {
         Format::InternLm,
         Format::Gemma4,
         Format::FunctionGemma,
+        Format::FunctionTag,
     ];
 
     /// The stable name, as printed by `vouch toolcalls parse` and accepted by `--format`.
@@ -241,6 +246,7 @@ impl Format {
             Format::InternLm => "internlm",
             Format::Gemma4 => "gemma4",
             Format::FunctionGemma => "functiongemma",
+            Format::FunctionTag => "function-tag",
             Format::Learned => "learned",
             Format::None => "none",
         }
@@ -412,6 +418,7 @@ pub(crate) fn parse_with(format: Format, text: &str, ctx: &mut scan::Ctx) -> Par
         Format::KimiK3 => kimi_k3::parse(text, ctx),
         Format::SolarOpen => solar::parse(text, ctx),
         Format::Gemma4 | Format::FunctionGemma => gemma::parse(format, text, ctx),
+        Format::FunctionTag => function_tag::parse(text, ctx),
         Format::Learned => learned::parse(text, ctx),
         Format::Native | Format::None => Parsed::new(Format::None),
     }

@@ -3,6 +3,7 @@
 mod apertus;
 mod bare_json;
 mod deepseek;
+mod function_tag;
 mod functionary;
 mod gemma;
 mod glm;
