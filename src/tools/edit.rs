@@ -400,7 +400,7 @@ fn not_found(body: &str, old: &str, rel: &str) -> String {
     };
     let spans = spans(body);
     let have: Vec<&str> = spans.iter().map(|&(s, e)| &body[s..e]).collect();
-    match closest(&have, &want) {
+    match closest(&have, &want).or_else(|| closest_joined(&have, &want)) {
         Some((first, last, _)) => {
             let mut shown: Vec<String> = (first..=last)
                 .take(MAX_SHOWN)
@@ -452,6 +452,59 @@ fn closest(have: &[&str], want: &[&str]) -> Option<(usize, usize, f64)> {
     }
     let (i, score) = best?;
     (score >= CLOSE_ENOUGH).then_some((i + 1, i + n, score))
+}
+
+/// The window of `have` most like `want` with line breaks and indentation ignored: small models write a
+/// function of ten lines as one (`pub fn mean(..) { if values.is_empty() { return None; } ... }`), which no
+/// single line of the file resembles. Windows start at the few lines most like the start of `want`, and
+/// grow to half again its length once whitespace is collapsed.
+fn closest_joined(have: &[&str], want: &[&str]) -> Option<(usize, usize, f64)> {
+    let want = collapse(&want.join(" "));
+    // Bounded: 5 starts, windows of at most 200 lines and 6,000 bytes.
+    if want.len() < 16 || want.len() > 4_000 {
+        return None;
+    }
+    let want_grams = bigrams(&want);
+    let lines: Vec<String> = have.iter().map(|l| collapse(l)).collect();
+    // The start of `want` as long as each line, compared with the line.
+    let start_score = |line: &str| {
+        let mut end = line.len().min(want.len());
+        while !want.is_char_boundary(end) {
+            end -= 1;
+        }
+        let head = &want[..end];
+        dice(&bigrams(line), &bigrams(head), line, head)
+    };
+    let mut starts: Vec<(usize, f64)> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| !l.is_empty())
+        .map(|(i, l)| (i, start_score(l)))
+        .collect();
+    starts.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut best: Option<(usize, usize, f64)> = None;
+    for &(i, _) in starts.iter().take(5) {
+        let mut window = String::new();
+        for (j, line) in lines.iter().enumerate().skip(i).take(200) {
+            if window.len() > want.len() * 3 / 2 {
+                break;
+            }
+            if !window.is_empty() {
+                window.push(' ');
+            }
+            window.push_str(line);
+            let score = dice(&bigrams(&window), &want_grams, &window, &want);
+            if best.is_none_or(|(_, _, b)| score > b) {
+                best = Some((i + 1, j + 1, score));
+            }
+        }
+    }
+    best.filter(|(_, _, score)| *score >= CLOSE_ENOUGH)
+}
+
+/// `text` with every run of whitespace one space, and none at the ends.
+fn collapse(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The sorted character bigrams of a line, whitespace at the ends left out.

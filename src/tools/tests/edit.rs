@@ -327,3 +327,25 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_function_written_on_one_line_is_shown_as_the_lines_it_spans() {
+    // The 1.5B coder's edit on rust-mean-overflow, three times: a ten-line function on one line, with a
+    // `return` the file does not have. No single line of the file looks like it.
+    let lib = "//! Statistics.\n\n/// The mean.\npub fn mean(values: &[u32]) -> Option<u32> {\n    if values.is_empty() {\n        return None;\n    }\n    let mut total: u32 = 0;\n    for v in values {\n        total += v;\n    }\n    Some(total / values.len() as u32)\n}\n\npub fn other() {}\n";
+    let f = fixture(&[("src/lib.rs", lib)]);
+    let old = "pub fn mean(values: &[u32]) -> Option<u32> { if values.is_empty() { return None; } let mut total: u32 = 0; for v in values { total += v; } return Some(total / values.len() as u32); }";
+    let out = f.err(
+        "edit",
+        json!({"path": "src/lib.rs", "old_string": old, "new_string": "x"}),
+    );
+    assert!(
+        out.starts_with(
+            "old_string does not occur in `src/lib.rs`, not even with whitespace ignored. The closest text \
+             is at lines 4-13:\n     4\tpub fn mean(values: &[u32]) -> Option<u32> {\n     5\t    if"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("    13\t}\nCopy old_string exactly"), "{out}");
+    assert_eq!(f.read("src/lib.rs"), lib);
+}
