@@ -507,6 +507,8 @@ impl Agent<'_> {
                     "  turn {}: an empty reply; asking again with the same messages",
                     self.turns
                 ));
+                // The same turn sampled again: it does not use up one of the run's turns.
+                self.turns -= 1;
                 continue;
             }
             self.asked_again = false;

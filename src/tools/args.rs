@@ -196,6 +196,17 @@ impl Params {
             .into_iter()
             .filter(|f| f.required && !out.contains_key(&f.name))
             .collect();
+        // `{"path": "", "glob": "*.py"}` for read_file: an empty path with one unknown field is that field
+        // (read_file and edit take a glob that names one file as the path).
+        let empty_path = self
+            .fields
+            .iter()
+            .find(|f| f.name == "path" && f.required)
+            .filter(|_| out.get("path").and_then(Value::as_str) == Some("") && missing.is_empty());
+        let missing = match (unknown.as_slice(), empty_path) {
+            ([_], Some(path)) => vec![path],
+            _ => missing,
+        };
         let mut note = None;
         match (unknown.as_slice(), missing.as_slice()) {
             ([], _) => {}

@@ -283,6 +283,16 @@ fn one_unknown_field_for_the_one_missing_required_field_is_read_as_it_and_the_an
         "`b.txt` does not exist. Use list_files to see the files, or write_file to create it.\n(There is \
          no field `file_path`: it was read as `path`.)"
     );
+    // An empty path and a glob (the 1.5B coder on py-mutable-default, five times): the glob is the path,
+    // and read_file names the files it matches.
+    let f = fixture(&[("tags.py", "x = 1\n"), ("tests/test_tags.py", "y = 2\n")]);
+    let out = f.err("read_file", json!({"path": "", "glob": "*.py"}));
+    assert!(
+        out.starts_with("`*.py` is a glob pattern, not a file path")
+            && out.contains("tags.py, tests/test_tags.py")
+            && out.ends_with("(There is no field `glob`: it was read as `path`.)"),
+        "{out}"
+    );
     // A value of the wrong kind for the missing field is not taken for it.
     let err = f.err("read_file", json!({"file_path": ["a.txt"]}));
     assert!(err.contains("unknown field `file_path`"), "{err}");
