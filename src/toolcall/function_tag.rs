@@ -96,6 +96,15 @@ fn arguments(text: &str, i: usize, ctx: &mut Ctx) -> Option<(Value, usize)> {
     if quote.is_some() {
         v += 1;
     }
+    // `arguments={null}` (written for a tool without arguments): no arguments.
+    for none in ["{null}", "null", "{None}", "None", "{}"] {
+        let after = scan::skip_ws(text, v + none.len(), ctx);
+        let after = after + usize::from(quote.is_some_and(|q| b.get(after) == Some(&q)));
+        let after = scan::skip_ws(text, after, ctx);
+        if scan::at(text, v, none) && scan::at(text, after, "/>") {
+            return Some((Value::Object(Map::new()), after + 2));
+        }
+    }
     let lit = literal::read(text, v, Syntax::JSON, ctx).ok()?;
     let mut j = lit.end;
     if let Some(q) = quote {

@@ -91,6 +91,9 @@ fn edit(ws: &Workspace, args: Args) -> Result<String, String> {
              with read_file to see its current text."
         ));
     }
+    if let Some(refusal) = super::syntax_guard::refusal(rel, Some(&body), &done.text, "edit") {
+        return Err(refusal);
+    }
     let written = if crlf {
         done.text.replace('\n', "\r\n")
     } else {

@@ -30,6 +30,7 @@ mod run_tests;
 mod search;
 mod shell;
 mod submit;
+mod syntax_guard;
 mod test_summary;
 mod text;
 mod walk;

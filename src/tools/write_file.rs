@@ -115,10 +115,12 @@ fn write(ws: &Workspace, args: Args) -> Result<String, String> {
     }
     let mut content = content.to_string();
     let mut note = "";
+    let mut before = None;
     if existing.is_some() {
         let old = fs::read(&path.abs).unwrap_or_default();
         if !looks_binary(&old) {
             let old = String::from_utf8_lossy(&old);
+            before = Some(old.to_string());
             if is_crlf(&old) && !content.contains('\r') && content.contains('\n') {
                 content = content.replace('\n', "\r\n");
                 note = ", CRLF line endings kept";
@@ -136,6 +138,14 @@ fn write(ws: &Workspace, args: Args) -> Result<String, String> {
                      replaces a whole file."
                 ));
             }
+        }
+    }
+    // A binary file is never a source file; a new one counts as valid before.
+    if existing.is_none() || before.is_some() {
+        if let Some(refusal) =
+            super::syntax_guard::refusal(rel, before.as_deref(), &content, "write_file")
+        {
+            return Err(refusal);
         }
     }
     if let Some(parent) = path.abs.parent() {

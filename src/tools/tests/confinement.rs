@@ -139,9 +139,9 @@ fn a_symlink_inside_the_workspace_is_followed() {
     );
     f.ok(
         "write_file",
-        json!({"path": "alias/new.rs", "content": "new\n"}),
+        json!({"path": "alias/new.rs", "content": "fn new() {}\n"}),
     );
-    assert_eq!(f.read("src/new.rs"), "new\n");
+    assert_eq!(f.read("src/new.rs"), "fn new() {}\n");
 }
 
 #[test]

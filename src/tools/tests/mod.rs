@@ -9,6 +9,7 @@ mod list_files;
 mod overview;
 mod read_file;
 mod search;
+mod syntax_guard;
 mod write_file;
 
 use std::fs;

@@ -9,11 +9,11 @@ fn a_new_file_is_created_with_its_parent_directories() {
     assert_eq!(
         f.ok(
             "write_file",
-            json!({"path": "src/deep/new.rs", "content": "a\nb\n"})
+            json!({"path": "src/deep/new.rs", "content": "fn a() {}\n\n"})
         ),
-        "Created src/deep/new.rs: 4 bytes, 2 lines."
+        "Created src/deep/new.rs: 11 bytes, 2 lines."
     );
-    assert_eq!(f.read("src/deep/new.rs"), "a\nb\n");
+    assert_eq!(f.read("src/deep/new.rs"), "fn a() {}\n\n");
 }
 
 #[test]

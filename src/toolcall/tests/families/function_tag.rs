@@ -47,6 +47,16 @@ fn arguments_may_be_a_quoted_json_string_or_the_tag_body() {
 
 #[test]
 fn a_function_tag_without_arguments_is_a_call_without_arguments() {
+    // `arguments={null}`: the 1.5B coder's list_files on rust-mean-overflow, twice.
+    let text = "<tools>\n<function name=\"list_files\" arguments={null} />\n</tools>";
+    assert_eq!(
+        content(text),
+        expect(
+            "function-tag",
+            json!([{"name": "list_files", "arguments": {}}]),
+            ""
+        )
+    );
     let text = "<function name=\"list_files\" />";
     assert_eq!(
         content(text),
