@@ -209,9 +209,11 @@ impl Agent {
             .spawn()
             .unwrap();
         let agent = Agent { child, sock };
+        // The socket exists from its bind; the agent takes connections only once it listens (a loaded
+        // machine showed the gap: ssh-add got "Connection refused").
         let deadline = Instant::now() + Duration::from_secs(10);
-        while !agent.sock.exists() {
-            assert!(Instant::now() < deadline, "ssh-agent made no socket");
+        while std::os::unix::net::UnixStream::connect(&agent.sock).is_err() {
+            assert!(Instant::now() < deadline, "ssh-agent takes no connection");
             std::thread::sleep(Duration::from_millis(20));
         }
         agent
