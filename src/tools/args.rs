@@ -1,10 +1,11 @@
 //! Checking a call's arguments against its tool's JSON schema, so each tool reads typed fields only.
 //!
 //! The check is lenient where one reading is obvious (a `null` optional field is left out, `"10"` is an
-//! integer, arguments sent as a JSON string are parsed) and strict elsewhere: unknown fields are refused, so a
-//! model that writes `file_path` learns the field is `path` instead of having its edit silently ignored. One
-//! unknown field where exactly one required field is missing is read as that field (`edit` with `content`
-//! and no `new_string`), and the answer says so.
+//! integer, arguments sent as a JSON string are parsed) and says what it did; it refuses only what cannot be
+//! read. A required field missing is refused by name, so a model that writes `file_path` for `path` learns
+//! the name, unless it is the only unknown field where the only required field is missing: then it is read
+//! as that field (`edit` with `content` and no `new_string`). Unknown fields beside every required one are
+//! left out (`read_file` with a `glob` beside its `path`). The answer notes both.
 
 use serde_json::{Map, Value};
 
@@ -22,6 +23,8 @@ const SCHEMA_KEYS: [&str; 6] = [
 /// The parameters of one tool, read from its definition.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Params {
+    /// The tool's name, for messages.
+    tool: String,
     fields: Vec<Field>,
 }
 
@@ -79,7 +82,12 @@ impl Params {
                     .collect(),
             })
             .collect();
-        Params { fields }
+        let tool = def
+            .pointer("/function/name")
+            .and_then(Value::as_str)
+            .unwrap_or("the tool")
+            .to_string();
+        Params { tool, fields }
     }
 
     /// Required fields first, in the schema's order of `required`, then the others by name.
@@ -218,6 +226,16 @@ impl Params {
                     field.name
                 ));
                 return Ok((Value::Object(out), note));
+            }
+            // `{"path": "tests/test_tags.py", "glob": "tests/**"}` for read_file: every required field is
+            // there, so the call does what they say; the answer names what was left out.
+            (extra, []) => {
+                let names: Vec<String> = extra.iter().map(|(k, _)| format!("`{k}`")).collect();
+                note = Some(format!(
+                    "{} takes no {}: left out.",
+                    self.tool,
+                    names.join(", ")
+                ));
             }
             ([(key, _), ..], _) => return Err(format!("unknown field `{key}`")),
         }
