@@ -316,13 +316,14 @@ fn own_block(text: &str, span: &Range<usize>, ctx: &mut Ctx) -> bool {
     let line_start = head.rfind('\n').map_or(0, |i| i + 1);
     let line_end = tail.find('\n').map_or(text.len(), |i| end + i);
     ctx.charge(start - line_start + line_end - end + 2);
-    let before = &text[line_start..start];
+    // `{{"name": …}}}}`: Qwen2.5-Coder 1.5B doubles the braces around a bare call (a format string's
+    // escape); the extra braces are no prose either.
+    let before = text[line_start..start].trim_end().trim_end_matches('{');
     let after = &text[end..line_end];
     // `{"name": …, "arguments": {…}}, "required": []}}`: a brace closed too early leaves the rest of the
     // object behind the call. That is no prose around an example, so the call still stands on its line.
-    let junk = after
-        .trim_start_matches([' ', '\t', '\r'])
-        .starts_with([',', '}', ']']);
+    let rest = after.trim_matches([' ', '\t', '\r']);
+    let junk = rest.starts_with([',', '}', ']']) && rest.ends_with(['}', ']']);
     only_tags(before) && (junk || only_tags(after))
 }
 
@@ -348,6 +349,7 @@ fn first_trailing(found: &[Found], text: &str, ctx: &mut Ctx) -> usize {
         let gap = text
             .get(span.end.min(boundary)..boundary)
             .unwrap_or_default();
+        let gap = gap.trim_matches(|c: char| c == '{' || c == '}' || c.is_whitespace());
         if span.end >= boundary || scan::is_blank(gap, ctx) {
             first = i;
             boundary = boundary.min(span.start);

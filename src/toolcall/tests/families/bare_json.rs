@@ -157,6 +157,27 @@ fn a_bare_call_with_the_rest_of_its_object_left_behind_it_is_taken() {
 }
 
 #[test]
+fn bare_calls_in_doubled_braces_are_taken() {
+    // Qwen2.5-Coder 1.5B on js-sort-numbers and py-csv-quotes: `{{…}}}}`, five replies that ran nothing.
+    let one = "{{\"name\": \"list_files\", \"arguments\": {}}}}";
+    assert_eq!(
+        content(one)["calls"],
+        json!([{"name": "list_files", "arguments": {}}])
+    );
+    let two = "{{\"name\": \"read_file\", \"arguments\": {\"path\": \"scores.js\", \"start_line\": 1}}}}\n{{\"name\": \"list_files\", \"arguments\": {}}}}";
+    assert_eq!(
+        content(two)["calls"],
+        json!([
+            {"name": "read_file", "arguments": {"path": "scores.js", "start_line": 1}},
+            {"name": "list_files", "arguments": {}},
+        ])
+    );
+    // Prose after the braces still makes it an example.
+    let prose = "{{\"name\": \"list_files\", \"arguments\": {}}}} is how files are listed.";
+    assert_eq!(content(prose)["calls"], json!([]));
+}
+
+#[test]
 fn a_bare_call_with_arguments_naming_an_unknown_tool_is_reported() {
     let text = r#"{"name": "browse", "arguments": {"url": "https://example.com"}}"#;
     let mut want = expect_warned(
