@@ -221,11 +221,11 @@ impl Params {
             // `{"path", "old_string", "content"}` for edit: the one unknown field is the one missing.
             ([(key, value)], [field]) if !value.is_null() && field.typed(value).is_ok() => {
                 out.insert(field.name.clone(), field.typed(value)?);
-                note = Some(format!(
+                let note = format!(
                     "There is no field `{key}`: it was read as `{}`.",
                     field.name
-                ));
-                return Ok((Value::Object(out), note));
+                );
+                return Ok((Value::Object(out), Some(note)));
             }
             // `{"path": "tests/test_tags.py", "glob": "tests/**"}` for read_file: every required field is
             // there, so the call does what they say; the answer names what was left out.
@@ -245,7 +245,7 @@ impl Params {
             1 => return Err(format!("missing field {}{echo}", missing[0])),
             _ => return Err(format!("missing fields {}{echo}", missing.join(", "))),
         }
-        Ok((Value::Object(out), note.take()))
+        Ok((Value::Object(out), note))
     }
 }
 
