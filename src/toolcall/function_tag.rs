@@ -1,5 +1,5 @@
 //! A function tag: `<function name="NAME" parameters={…} />`, with `arguments=` for `parameters=` and the
-//! value a JSON object or a quoted string holding one, or the arguments as the tag's body
+//! value a JSON object, a quoted string holding one or holding `key: value` pairs, or the arguments as the tag's body
 //! (`<function name="NAME">{…}</function>`); several are often wrapped in `<tools>` … `</tools>`. No chat
 //! template defines it: Qwen2.5-Coder 1.5B writes it when it plans several calls in one reply (seen in
 //! `vouch run` transcripts of the agent benchmark).
@@ -105,7 +105,11 @@ fn arguments(text: &str, i: usize, ctx: &mut Ctx) -> Option<(Value, usize)> {
             return Some((Value::Object(Map::new()), after + 2));
         }
     }
-    let lit = literal::read(text, v, Syntax::JSON, ctx).ok()?;
+    let lit = match literal::read(text, v, Syntax::JSON, ctx) {
+        Ok(lit) => lit,
+        // `parameters="glob: **/*.rs, path: src/lib.rs"`: the pairs as text.
+        Err(_) => return quote.and_then(|q| key_values(text, v, q, ctx)),
+    };
     let mut j = lit.end;
     if let Some(q) = quote {
         if b.get(j) != Some(&q) {
@@ -127,4 +131,41 @@ fn arguments(text: &str, i: usize, ctx: &mut Ctx) -> Option<(Value, usize)> {
         j
     };
     Some((lit.value, end))
+}
+
+/// A quoted value of `key: value` pairs split by commas (`"glob: **/*.rs, path: src/lib.rs"`), from `v` to
+/// the quote `q` that closes the tag (`"/>` or `">`): the pairs as strings and where the call ends. A comma
+/// splits only where a `key:` follows it, so a value may hold commas (`{a,b}`).
+fn key_values(text: &str, v: usize, q: u8, ctx: &mut Ctx) -> Option<(Value, usize)> {
+    let b = text.as_bytes();
+    let close = (v..b.len()).find(|&k| {
+        b[k] == q && {
+            let after = scan::skip_ws(text, k + 1, ctx);
+            scan::at(text, after, "/>") || scan::at(text, after, ">")
+        }
+    })?;
+    let after = scan::skip_ws(text, close + 1, ctx);
+    let mut end = after + if scan::at(text, after, "/>") { 2 } else { 1 };
+    if b[after] == b'>' {
+        let k = scan::skip_ws(text, end, ctx);
+        if scan::at(text, k, CLOSE) {
+            end = k + CLOSE.len();
+        }
+    }
+    let body = &text[v..close];
+    let pair = regex::Regex::new(r"(?:^|,)\s*([A-Za-z_][A-Za-z0-9_]*)\s*[:=]\s*").ok()?;
+    let keys: Vec<_> = pair.captures_iter(body).collect();
+    if keys.is_empty() || keys[0].get(0)?.start() != 0 {
+        return None;
+    }
+    let mut args = Map::new();
+    for (n, c) in keys.iter().enumerate() {
+        let from = c.get(0)?.end();
+        let to = keys.get(n + 1).map_or(body.len(), |next| {
+            next.get(0).map_or(body.len(), |m| m.start())
+        });
+        let value = body[from..to].trim();
+        args.insert(c[1].to_string(), Value::String(value.to_string()));
+    }
+    Some((Value::Object(args), end))
 }

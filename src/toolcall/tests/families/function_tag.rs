@@ -67,3 +67,28 @@ fn a_function_tag_without_arguments_is_a_call_without_arguments() {
         )
     );
 }
+
+#[test]
+fn quoted_parameters_may_be_key_value_pairs() {
+    // The quick start's third run, turn 1, before the reply repeated itself, wrote this tag with `search`
+    // (which then lacks its pattern): a quoted string of pairs.
+    let text = "<function name=\"list_files\" parameters=\"glob: **/*.rs, path: src/lib.rs\">";
+    assert_eq!(
+        content(text),
+        expect(
+            "function-tag",
+            json!([{"name": "list_files", "arguments": {"glob": "**/*.rs", "path": "src/lib.rs"}}]),
+            ""
+        )
+    );
+    // A comma splits pairs only where a key follows it.
+    let text = "<function name='list_files' parameters='glob: src/{a,b}.rs' />";
+    assert_eq!(
+        content(text),
+        expect(
+            "function-tag",
+            json!([{"name": "list_files", "arguments": {"glob": "src/{a,b}.rs"}}]),
+            ""
+        )
+    );
+}
