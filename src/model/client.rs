@@ -11,9 +11,9 @@ use reqwest::header::{HeaderMap, CONTENT_TYPE, RETRY_AFTER};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::constrained;
 use super::error::{classify, ModelError};
 use super::wire::{parse_response, Accumulator, RawReply, SseLines};
+use super::{constrained, wire};
 use super::{ChatRequest, ChatTurn, Mode, ModelConfig, ServerKind, ToolCall, ToolMode};
 use crate::secret::{Redactor, Secret};
 use crate::toolcall::{recover, recover_with, Format, Message, NativeCall, ToolSpec};
@@ -621,6 +621,12 @@ impl Client {
             warnings: Vec::new(),
             unknown_tools: Vec::new(),
         };
+        if raw.finish_reason.as_deref() == Some(wire::REPETITION) {
+            turn.warnings.push(
+                "the reply repeated one text over and over, so vouch stopped it and kept the text up to the first copy"
+                    .into(),
+            );
+        }
         if specs.is_empty() {
             return turn;
         }

@@ -29,6 +29,7 @@
 mod client;
 mod constrained;
 mod error;
+mod runaway;
 mod wire;
 
 use std::time::Duration;

@@ -156,7 +156,14 @@ pub(crate) struct Accumulator {
     /// Tool calls by their `index`.
     calls: Vec<(u64, RawCall)>,
     pub done: bool,
+    /// The text's length at the last check for a runaway repetition.
+    checked: usize,
 }
+
+/// The finish reason of a reply vouch cut because it repeated itself.
+pub(crate) const REPETITION: &str = "repetition";
+/// How much new text comes between two checks for a runaway repetition.
+const CHECK_EVERY: usize = 64;
 
 impl Accumulator {
     /// Takes one event's payload. `[DONE]` ends the stream.
@@ -206,7 +213,28 @@ impl Accumulator {
                 self.push_call(pos, c);
             }
         }
+        self.check_runaway();
         Ok(())
+    }
+
+    /// Ends the reply when its text has become one unit repeated back to back: the text is cut after the
+    /// unit's first copy and the finish reason is [`REPETITION`]; the caller then drops the stream, which
+    /// stops the server generating.
+    fn check_runaway(&mut self) {
+        let text = &mut self.reply.content;
+        if text.len() < self.checked + CHECK_EVERY {
+            return;
+        }
+        self.checked = text.len();
+        if let Some(at) = super::runaway::cut(text) {
+            tracing::info!(
+                "the reply repeated one text from byte {at} on; cut there after {} bytes",
+                text.len()
+            );
+            text.truncate(at);
+            self.reply.finish_reason = Some(REPETITION.to_string());
+            self.done = true;
+        }
     }
 
     fn push_call(&mut self, pos: usize, c: &Value) {
@@ -251,6 +279,27 @@ impl Accumulator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stream_that_repeats_itself_ends_cut_after_the_first_copy() {
+        let mut acc = Accumulator::default();
+        let chunk = |c: &str| json_chunk(c);
+        acc.push(&chunk("Searching.\n<output>\n")).unwrap();
+        let mut pushed = 0;
+        while !acc.done && pushed < 1000 {
+            acc.push(&chunk("src/lib.rs\n")).unwrap();
+            pushed += 1;
+        }
+        assert!(acc.done, "the repetition ends the stream");
+        assert!(pushed < 80, "ended after {pushed} chunks");
+        let reply = acc.into_reply();
+        assert_eq!(reply.content, "Searching.\n<output>\nsrc/lib.rs");
+        assert_eq!(reply.finish_reason.as_deref(), Some(REPETITION));
+    }
+
+    fn json_chunk(content: &str) -> String {
+        serde_json::json!({"choices": [{"index": 0, "delta": {"content": content}}]}).to_string()
+    }
 
     #[test]
     fn sse_events_split_across_reads_are_joined() {
