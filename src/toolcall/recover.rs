@@ -350,7 +350,14 @@ fn first_trailing(found: &[Found], text: &str, ctx: &mut Ctx) -> usize {
             .get(span.end.min(boundary)..boundary)
             .unwrap_or_default();
         let gap = gap.trim_matches(|c: char| c == '{' || c == '}' || c.is_whitespace());
-        if span.end >= boundary || scan::is_blank(gap, ctx) {
+        // Markdown headings between calls (`### Tools Call`, written by Qwen2.5-Coder 1.5B above each of
+        // its planned calls) label the calls; they are no prose that makes them examples.
+        let headings = gap.lines().all(|l| {
+            let l = l.trim();
+            l.is_empty() || l.starts_with('#')
+        });
+        let between = boundary < text.len();
+        if span.end >= boundary || scan::is_blank(gap, ctx) || (between && headings) {
             first = i;
             boundary = boundary.min(span.start);
         } else {

@@ -411,3 +411,23 @@ fn format_names_round_trip_and_serialize_as_strings() {
         json!("deepseek-v3.1")
     );
 }
+
+#[test]
+fn fenced_calls_under_markdown_headings_are_calls_in_order() {
+    // The quick start's first run on a fresh machine, turn 1, shortened: each planned call under a heading.
+    let text = "### Tools Call\n\n```json\n{\"name\": \"list_files\", \"arguments\": {\"path\": \"src\"}}\n```\n\n### Tools Call\n\n```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/lib.rs\"}}\n```\n";
+    assert_eq!(
+        content(text),
+        expect(
+            "json",
+            json!([
+                {"name": "list_files", "arguments": {"path": "src"}},
+                {"name": "read_file", "arguments": {"path": "src/lib.rs"}},
+            ]),
+            "### Tools Call\n\n\n\n### Tools Call",
+        )
+    );
+    // A sentence between them still makes the first an example.
+    let text = "```json\n{\"name\": \"list_files\", \"arguments\": {\"path\": \"src\"}}\n```\nThis would list them; instead:\n```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/lib.rs\"}}\n```\n";
+    assert_eq!(content(text)["calls"].as_array().map(Vec::len), Some(1));
+}
