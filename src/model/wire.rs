@@ -283,11 +283,10 @@ mod tests {
     #[test]
     fn a_stream_that_repeats_itself_ends_cut_after_the_first_copy() {
         let mut acc = Accumulator::default();
-        let chunk = |c: &str| json_chunk(c);
-        acc.push(&chunk("Searching.\n<output>\n")).unwrap();
+        acc.push(&json_chunk("Searching.\n<output>\n")).unwrap();
         let mut pushed = 0;
         while !acc.done && pushed < 1000 {
-            acc.push(&chunk("src/lib.rs\n")).unwrap();
+            acc.push(&json_chunk("src/lib.rs\n")).unwrap();
             pushed += 1;
         }
         assert!(acc.done, "the repetition ends the stream");

@@ -1,9 +1,12 @@
 //! A function tag: `<function name="NAME" parameters={…} />`, with `arguments=` for `parameters=` and the
-//! value a JSON object, a quoted string holding one or holding `key: value` pairs, or the arguments as the tag's body
-//! (`<function name="NAME">{…}</function>`); several are often wrapped in `<tools>` … `</tools>`. No chat
+//! value a JSON object, a quoted string holding one or holding `key: value` pairs, or the arguments as
+//! the tag's body (`<function name="NAME">{…}</function>`); several are often wrapped in `<tools>` … `</tools>`. No chat
 //! template defines it: Qwen2.5-Coder 1.5B writes it when it plans several calls in one reply (seen in
 //! `vouch run` transcripts of the agent benchmark).
 
+use std::sync::LazyLock;
+
+use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::literal::{self, Syntax};
@@ -14,6 +17,9 @@ const OPEN: &str = "<function name=";
 const CLOSE: &str = "</function>";
 const KEYS: [&str; 2] = ["parameters=", "arguments="];
 const WRAPPERS: [&str; 2] = ["<tools>", "</tools>"];
+/// A key of `key: value` text and the separator after it, at the start or after a comma.
+static PAIR: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(?:^|,)\s*([A-Za-z_][A-Za-z0-9_]*)\s*[:=]\s*").ok());
 
 pub(crate) fn parse(text: &str, ctx: &mut Ctx) -> Parsed {
     let mut out = Parsed::new(Format::FunctionTag);
@@ -117,8 +123,14 @@ fn arguments(text: &str, i: usize, ctx: &mut Ctx) -> Option<(Value, usize)> {
         }
         j += 1;
     }
+    Some((lit.value, tag_end(text, j, ctx)))
+}
+
+/// Where a call whose arguments end at `j` ends: after `/>`, after `>` and a `</function>` that follows it,
+/// after a lone `>`, or at `j`.
+fn tag_end(text: &str, j: usize, ctx: &mut Ctx) -> usize {
     let j = scan::skip_ws(text, j, ctx);
-    let end = if scan::at(text, j, "/>") {
+    if scan::at(text, j, "/>") {
         j + 2
     } else if scan::at(text, j, ">") {
         let k = scan::skip_ws(text, j + 1, ctx);
@@ -129,8 +141,7 @@ fn arguments(text: &str, i: usize, ctx: &mut Ctx) -> Option<(Value, usize)> {
         }
     } else {
         j
-    };
-    Some((lit.value, end))
+    }
 }
 
 /// A quoted value of `key: value` pairs split by commas (`"glob: **/*.rs, path: src/lib.rs"`), from `v` to
@@ -144,17 +155,9 @@ fn key_values(text: &str, v: usize, q: u8, ctx: &mut Ctx) -> Option<(Value, usiz
             scan::at(text, after, "/>") || scan::at(text, after, ">")
         }
     })?;
-    let after = scan::skip_ws(text, close + 1, ctx);
-    let mut end = after + if scan::at(text, after, "/>") { 2 } else { 1 };
-    if b[after] == b'>' {
-        let k = scan::skip_ws(text, end, ctx);
-        if scan::at(text, k, CLOSE) {
-            end = k + CLOSE.len();
-        }
-    }
+    let end = tag_end(text, close + 1, ctx);
     let body = &text[v..close];
-    let pair = regex::Regex::new(r"(?:^|,)\s*([A-Za-z_][A-Za-z0-9_]*)\s*[:=]\s*").ok()?;
-    let keys: Vec<_> = pair.captures_iter(body).collect();
+    let keys: Vec<_> = PAIR.as_ref()?.captures_iter(body).collect();
     if keys.is_empty() || keys[0].get(0)?.start() != 0 {
         return None;
     }

@@ -327,6 +327,14 @@ fn own_block(text: &str, span: &Range<usize>, ctx: &mut Ctx) -> bool {
     only_tags(before) && (junk || only_tags(after))
 }
 
+/// Whether every line of `s` is blank or a Markdown heading.
+fn only_headings(s: &str) -> bool {
+    s.lines().all(|l| {
+        let l = l.trim();
+        l.is_empty() || l.starts_with('#')
+    })
+}
+
 /// Whether `s` holds nothing but whitespace and markup tags (`<tools>`, `</tool_response>`).
 fn only_tags(s: &str) -> bool {
     let mut rest = s.trim();
@@ -350,14 +358,10 @@ fn first_trailing(found: &[Found], text: &str, ctx: &mut Ctx) -> usize {
             .get(span.end.min(boundary)..boundary)
             .unwrap_or_default();
         let gap = gap.trim_matches(|c: char| c == '{' || c == '}' || c.is_whitespace());
-        // Markdown headings between calls (`### Tools Call`, written by Qwen2.5-Coder 1.5B above each of
-        // its planned calls) label the calls; they are no prose that makes them examples.
-        let headings = gap.lines().all(|l| {
-            let l = l.trim();
-            l.is_empty() || l.starts_with('#')
-        });
+        // Markdown headings between two calls of the run (`### Tools Call`, written by Qwen2.5-Coder 1.5B
+        // above each of its planned calls) label the calls; they are no prose that makes them examples.
         let between = boundary < text.len();
-        if span.end >= boundary || scan::is_blank(gap, ctx) || (between && headings) {
+        if span.end >= boundary || scan::is_blank(gap, ctx) || (between && only_headings(gap)) {
             first = i;
             boundary = boundary.min(span.start);
         } else {
