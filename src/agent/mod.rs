@@ -14,6 +14,7 @@
 
 pub mod elide;
 pub mod limits;
+mod next_step;
 pub mod prompt;
 pub mod rails;
 pub mod records;
@@ -32,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::VouchError;
 use crate::gate::outcome::{Claim, Verdict};
+use crate::gate::paths::Classifier;
 use crate::gate::profile::{Profile, REPO_PROFILE};
 use crate::gate::report::Report;
 use crate::model::{
@@ -226,6 +228,11 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         ui.line(&format!("  WARNING  {warning}"));
     }
     let registry = Registry::for_run(&settings);
+    let classifier = match &profile {
+        Some(p) => Some(Classifier::new(&p.paths, &[], &[])?),
+        None => None,
+    };
+    let test_watch = next_step::TestWatch::new(classifier, cfg.resume);
     let workspace = Workspace::new(&wt.dir)?;
     ui.line(&format!(
         "vouch run {}: {}worktree {} on branch {} from {}",
@@ -305,6 +312,7 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         oversized: HashSet::new(),
         tests_seen: None,
         asked_again: false,
+        test_watch,
     };
     if matches!(agent.messages.last(), Some(ChatMessage::Assistant { .. })) {
         // The earlier run stopped on a reply without a call: the conversation goes on with a reminder.
@@ -476,6 +484,8 @@ struct Agent<'a> {
     tests_seen: Option<crate::tools::TestResult>,
     /// The last reply was empty and the same request was sent again (once per request).
     asked_again: bool,
+    /// Whether the run's changes hold a test, for the reminder to write one.
+    test_watch: next_step::TestWatch,
 }
 
 impl Agent<'_> {
@@ -596,6 +606,8 @@ impl Agent<'_> {
         let mut repeated_stop = false;
         let mut warn_repeat = false;
         for call in calls {
+            // Whether the tool itself declined the call; a failing test run is a result, not a refusal.
+            let mut refused = false;
             let (ok, text) = if repeated_stop || broken.is_some() {
                 (false, "Not run: the run stopped.".to_string())
             } else if submitted.is_some() {
@@ -618,9 +630,19 @@ impl Agent<'_> {
                 } else {
                     warn_repeat |= matches!(answer, Answer::Nudge(_));
                     held = recovered && (self.mutates(&call.name) || call.name == "submit");
+                    let writes = self.workspace.changed().writes;
                     match self.call(&call.name, &call.arguments, &mut submitted).await {
+                        Ok(text) if self.workspace.changed().writes > writes => {
+                            match self.test_watch.after_change(&call.name, &call.arguments) {
+                                Some(next) => (true, format!("{}\n\n{next}", text.trim_end())),
+                                None => (true, text),
+                            }
+                        }
                         Ok(text) => (true, text),
-                        Err(ToolError::Failed(text)) => (false, text),
+                        Err(ToolError::Failed(text)) => {
+                            refused = !self.runs_tests(&call.name);
+                            (false, text)
+                        }
                         Err(ToolError::Infrastructure(e)) => {
                             let message = format!("{} failed: {e:#}", call.name);
                             broken = Some(message.clone());
@@ -631,12 +653,13 @@ impl Agent<'_> {
             };
             // Whatever a tool printed, the key does not go back to the server or into the records.
             let text = self.redactor.text(&text);
-            steps.push(Step::new(
+            let step = Step::new(
                 &call.name,
                 format!("{}{}", call.name, call.arguments),
                 ok,
                 &text,
-            ));
+            );
+            steps.push(if refused { step.refused() } else { step });
             self.transcript.event(&Event::Tool {
                 turn: self.turns,
                 id: call.id.clone(),
@@ -822,6 +845,11 @@ impl Agent<'_> {
             .and_then(|v| v.parse::<u64>().ok())
             .filter(|ms| *ms > 0)
             .map_or(TURN_PROGRESS_EVERY, Duration::from_millis)
+    }
+
+    /// The tools whose failure is the tests' (or a command's) result rather than a refusal of the call.
+    fn runs_tests(&self, name: &str) -> bool {
+        matches!(name, "run_tests" | "shell")
     }
 
     fn mutates(&self, name: &str) -> bool {

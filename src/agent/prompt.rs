@@ -44,6 +44,15 @@ pub const REPEATED: &str = "You made the same call with the same arguments three
 the same answer. The run stops if you repeat it again. Do something different: read another part of the \
 file, change the code, run the tests, or submit.";
 
+/// When the same call was refused with the same answer `times` times, among other calls.
+pub fn refused_again(name: &str, times: u32) -> String {
+    format!(
+        "You made the same {name} call {times} times and it was refused each time with the same answer. \
+         The run stops if you make it again. Read that answer: it says what is wrong and what to do instead \
+         (if an edit looks applied already, run the tests)."
+    )
+}
+
 /// When a run has gone too long without the tests' result changing.
 pub fn forcing(turns: u32, left: u32) -> String {
     format!(

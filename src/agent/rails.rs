@@ -2,7 +2,9 @@
 //! with what each turn did and that answers continue, nudge or stop.
 //!
 //! Replies without a tool call get a reminder and, at the limit, a last warning; one more stops the run. The
-//! same call (name and arguments) at the limit in a row gets a warning; once more stops the run. The same
+//! same call (name and arguments) at the limit in a row gets a warning; once more stops the run. So does a
+//! call a tool refused with the same answer at the limit, wherever those calls fell among others (an edit
+//! made already, retried between reads and writes, is refused the same way each time). The same
 //! turns (the same calls with the same results) in a cycle of one to three turns ([`cycle`]) get a message
 //! naming the cycle; going round it once more stops the run ([`StopReason::Cycle`]). Progress is the tests'
 //! result changing (the pass/fail set of the last `run_tests`), not a file written: rewriting a file the
@@ -13,6 +15,7 @@
 //! time, tokens) stop it before a turn. The machine keeps no clock and does no I/O: the loop tells it the
 //! turns, time and tokens used, so every transition is a unit test.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use super::prompt;
@@ -82,6 +85,8 @@ pub enum Nudge {
     Forcing { turns: u32, left: u32 },
     /// The same turns again: `cycle` names them; going round once more stops the run.
     Cycle { cycle: String },
+    /// The `name` call refused `times` times with the same answer; once more stops the run.
+    RepeatedRefusal { name: String, times: u32 },
 }
 
 impl Nudge {
@@ -92,6 +97,7 @@ impl Nudge {
             Nudge::RepeatedCall => NudgeKind::RepeatedCall,
             Nudge::Forcing { .. } => NudgeKind::Forcing,
             Nudge::Cycle { .. } => NudgeKind::Cycle,
+            Nudge::RepeatedRefusal { .. } => NudgeKind::RepeatedRefusal,
         }
     }
 
@@ -103,6 +109,7 @@ impl Nudge {
             Nudge::RepeatedCall => prompt::REPEATED.to_string(),
             Nudge::Forcing { turns, left } => prompt::forcing(*turns, *left),
             Nudge::Cycle { cycle } => prompt::cycle(cycle),
+            Nudge::RepeatedRefusal { name, times } => prompt::refused_again(name, *times),
         }
     }
 }
@@ -116,6 +123,9 @@ pub struct Step {
     pub signature: String,
     pub ok: bool,
     pub result: u64,
+    /// The tool ran and declined the call (an edit whose old_string is not there, a file that does not
+    /// exist), as opposed to a call that ran and reported failure (failing tests) or one vouch did not run.
+    pub refused: bool,
 }
 
 impl Step {
@@ -131,7 +141,14 @@ impl Step {
             signature,
             ok,
             result: h.finish(),
+            refused: false,
         }
+    }
+
+    /// The step of a call the tool declined.
+    pub fn refused(mut self) -> Step {
+        self.refused = !self.ok;
+        self
     }
 }
 
@@ -207,6 +224,9 @@ pub struct RailState {
     recorded: usize,
     /// When a cycle was named: `recorded` then, and its period.
     cycle_named: Option<(usize, usize)>,
+    /// Refused calls by name and arguments: the hash of the last answer, and how many times in a row that
+    /// call got it.
+    refusals: HashMap<String, (u64, u32)>,
 }
 
 impl RailState {
@@ -221,6 +241,7 @@ impl RailState {
             history: Vec::new(),
             recorded: 0,
             cycle_named: None,
+            refusals: HashMap::new(),
         }
     }
 
@@ -285,13 +306,56 @@ impl RailState {
     /// The end of a turn that made `steps`, `progress` when the tests' result changed: a cycle is named or
     /// stops the run; the forcing phase starts, counts down or stops the run as stalled.
     pub fn end_turn(&mut self, progress: bool, steps: Vec<Step>) -> Answer {
+        let mut refused = self.refusals(&steps);
         let cycle = self.cycle(steps);
-        let stall = self.stall(progress);
-        match (cycle, stall) {
-            (_, Answer::Stop(stop)) | (Answer::Stop(stop), _) => Answer::Stop(stop),
-            (Answer::Nudge(nudge), _) => Answer::Nudge(nudge),
-            (_, stall) => stall,
+        // A named cycle covers the refusals in it: one warning, not two.
+        if self.cycle_named.is_some() && matches!(refused, Answer::Nudge(_)) {
+            refused = Answer::Continue;
         }
+        let stall = self.stall(progress);
+        match (refused, cycle, stall) {
+            (Answer::Stop(stop), _, _)
+            | (_, Answer::Stop(stop), _)
+            | (_, _, Answer::Stop(stop)) => Answer::Stop(stop),
+            (_, Answer::Nudge(nudge), _) | (Answer::Nudge(nudge), _, _) => Answer::Nudge(nudge),
+            (_, _, stall) => stall,
+        }
+    }
+
+    /// Counts the turn's refused calls: the same refusal at the limit earns a warning, once more stops the
+    /// run. A warning the repeated-call rail gave already for the same call in a row is not given twice.
+    fn refusals(&mut self, steps: &[Step]) -> Answer {
+        let limit = self.rails.repeat_limit;
+        let mut answer = Answer::Continue;
+        for step in steps {
+            if !step.refused {
+                if step.ok {
+                    self.refusals.remove(&step.signature);
+                }
+                continue;
+            }
+            let seen = self
+                .refusals
+                .entry(step.signature.clone())
+                .or_insert((step.result, 0));
+            if seen.0 != step.result {
+                *seen = (step.result, 0);
+            }
+            seen.1 += 1;
+            let times = seen.1;
+            let warned =
+                self.last_call.as_deref() == Some(step.signature.as_str()) && self.repeats >= limit;
+            if times > limit {
+                return Answer::Stop(StopReason::RepeatedCall);
+            }
+            if times == limit && !warned {
+                answer = Answer::Nudge(Nudge::RepeatedRefusal {
+                    name: step.name.clone(),
+                    times,
+                });
+            }
+        }
+        answer
     }
 
     /// Records a turn's calls; names a cycle the first time, stops when the model goes round it once more.
@@ -587,5 +651,91 @@ mod tests {
         };
         assert!(cycle.text().contains("edit (failed) -> run_tests"));
         assert_eq!(cycle.kind(), NudgeKind::Cycle);
+    }
+
+    #[test]
+    fn the_same_refusal_among_other_calls_is_warned_at_the_limit_then_stops() {
+        let mut r = RailState::new(Rails::default());
+        let refused = || step("edit", false, "this edit looks applied already").refused();
+        let other = |i: u32| {
+            vec![step(
+                "read_file",
+                true,
+                &format!("file text {}", "x".repeat(i as usize)),
+            )]
+        };
+        let mut answers = Vec::new();
+        for i in 0..3 {
+            r.call("edit{}".into());
+            answers.push(r.end_turn(false, vec![refused()]));
+            r.call(format!("read_file{{{i}}}"));
+            answers.push(r.end_turn(false, other(i)));
+        }
+        assert_eq!(
+            answers[4],
+            Answer::Nudge(Nudge::RepeatedRefusal {
+                name: "edit".into(),
+                times: 3
+            }),
+            "{answers:?}"
+        );
+        assert!(
+            answers
+                .iter()
+                .enumerate()
+                .all(|(i, a)| i == 4 || *a == Answer::Continue),
+            "{answers:?}"
+        );
+        r.call("edit{}".into());
+        assert_eq!(
+            r.end_turn(false, vec![refused()]),
+            Answer::Stop(StopReason::RepeatedCall)
+        );
+    }
+
+    #[test]
+    fn a_refusal_with_another_answer_or_a_success_between_starts_the_count_again() {
+        let mut r = RailState::new(Rails::default());
+        let edit = |answer: &str| step("edit", false, answer).refused();
+        for answer in [
+            "old_string does not occur",
+            "old_string does not occur",
+            "occurs 2 times",
+        ] {
+            assert_eq!(r.end_turn(false, vec![edit(answer)]), Answer::Continue);
+        }
+        assert_eq!(
+            r.end_turn(false, vec![edit("occurs 2 times")]),
+            Answer::Continue
+        );
+        assert_eq!(
+            r.end_turn(false, vec![step("edit", true, "Edited a.rs")]),
+            Answer::Continue
+        );
+        assert_eq!(
+            r.end_turn(false, vec![edit("occurs 2 times")]),
+            Answer::Continue
+        );
+        // Failing tests are a result, not a refusal: the same failure many times is the stall rail's.
+        for _ in 0..5 {
+            let tests = step("run_tests", false, "1 failed");
+            assert!(!tests.refused);
+            r.end_turn(false, vec![tests, step("read_file", true, "text")]);
+        }
+    }
+
+    #[test]
+    fn a_refusal_repeated_in_a_row_is_warned_once_by_the_repeated_call_rail() {
+        let mut r = RailState::new(Rails::default());
+        let mut nudges = Vec::new();
+        for _ in 0..3 {
+            if let Answer::Nudge(n) = r.call("edit{}".into()) {
+                nudges.push(n);
+            }
+            if let Answer::Nudge(n) = r.end_turn(false, vec![step("edit", false, "no").refused()]) {
+                nudges.push(n);
+            }
+        }
+        assert_eq!(nudges, vec![Nudge::RepeatedCall]);
     }
 }

@@ -145,6 +145,8 @@ pub enum NudgeKind {
     NoToolCall,
     /// The same call three times in a row.
     RepeatedCall,
+    /// The same call refused with the same answer three times, wherever they fell.
+    RepeatedRefusal,
     /// The start of the forcing phase.
     Forcing,
     /// The same turns again and again: the cycle named.

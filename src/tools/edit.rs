@@ -177,7 +177,36 @@ fn replace(body: &str, old: &str, new: &str, all: bool, rel: &str) -> Result<Don
             return Ok(done);
         }
     }
+    if let Some(at) = applied(body, new) {
+        return Err(format!(
+            "old_string does not occur in `{rel}`, but new_string does, at {at}: this edit looks applied \
+             already. Do not make it again: run the tests with run_tests, or read the file with read_file to \
+             see its current text."
+        ));
+    }
     Err(not_found(body, old, rel))
+}
+
+/// Where `new` (an edit's replacement) already is in `body`, when it is there once: the lines a model that
+/// repeats an edit it made already is told about. A replacement of blank lines or of one short word says
+/// nothing.
+fn applied(body: &str, new: &str) -> Option<String> {
+    let key = new.trim();
+    if key.len() < 8 {
+        return None;
+    }
+    let mut found = body.match_indices(key);
+    let (at, _) = found.next()?;
+    if found.next().is_some() {
+        return None;
+    }
+    let first = line_of(body, at);
+    let last = first + key.matches('\n').count();
+    Some(if first == last {
+        format!("line {first}")
+    } else {
+        format!("lines {first}-{last}")
+    })
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

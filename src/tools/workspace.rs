@@ -45,6 +45,8 @@ pub struct Changed {
     /// Files may have changed beyond `paths`: `shell` ran, or the run was resumed (the earlier run's
     /// paths are not known).
     pub unknown: bool,
+    /// Writes recorded so far: a call that wrote nothing leaves it as it was.
+    pub writes: u64,
 }
 
 /// A path the workspace accepted.
@@ -76,7 +78,10 @@ impl Workspace {
 
     /// Notes that a tool wrote `rel` (a [`Resolved::rel`]).
     pub fn record(&self, rel: &str) {
-        self.lock().paths.insert(rel.to_string());
+        let mut changed = self.lock();
+        changed.paths.insert(rel.to_string());
+        changed.writes += 1;
+        drop(changed);
         self.record_seen(rel);
     }
 

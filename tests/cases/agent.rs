@@ -17,6 +17,9 @@ use serde_json::{json, Value};
 use crate::util::model_server::calc::{self, CALC, FIXED, INERT_TEST, NEW_TEST, OLD_TEST};
 use crate::util::{snapshot_dir, Repo, Run};
 
+mod next_step;
+mod rails;
+
 // ---------------------------------------------------------------------------------------------------------
 // The scripted model server.
 
@@ -749,75 +752,6 @@ async fn paths_that_escape_the_worktree_are_refused_and_nothing_is_written_outsi
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_same_call_three_times_gets_a_warning_and_a_fourth_stops_the_run() {
-    let repo = calc_repo();
-    let before = user_state(&repo);
-    let same = || json!({"path": "calc.py"});
-    let model = Model::start(vec![
-        call(1, "read_file", same()),
-        call(2, "read_file", same()),
-        call(3, "read_file", same()),
-        call(4, "read_file", same()),
-    ])
-    .await;
-    let run = vouch_run(&repo, &model, &["--prompt", "loop"]).await;
-    let requests = model.finish();
-    assert_eq!(run.code, 1, "{}", explain(&run));
-    assert_eq!(requests.len(), 4);
-    assert!(last_user(&requests[3]).contains("same call"));
-    assert!(!last_user(&requests[2]).contains("same call"));
-    let r = report(&repo, "loop");
-    assert_eq!(
-        json!([r["status"], r["stop_reason"], r["turns"], r["claimed"]]),
-        json!(["incomplete", "repeated-call", 4, null])
-    );
-    assert_untouched(&repo, &before);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn max_turns_stops_the_run_as_incomplete() {
-    let repo = calc_repo();
-    let before = user_state(&repo);
-    let model = Model::start(vec![
-        call(1, "list_files", json!({})),
-        call(2, "search", json!({"pattern": "def add"})),
-    ])
-    .await;
-    // A task file: the id is its stem, max_turns and base come from its front matter.
-    let task = repo.tmp.path().join("tasks/turns.md");
-    std::fs::create_dir_all(task.parent().unwrap()).unwrap();
-    std::fs::write(
-        &task,
-        "---\ntitle: Look around\nbase: feature\nprofile: python\nmax_turns: 2\n---\nadd() subtracts.\n",
-    )
-    .unwrap();
-    let run = vouch_run(&repo, &model, &["--task", task.to_str().unwrap()]).await;
-    model.finish();
-    assert_eq!(run.code, 1, "{}", explain(&run));
-    let r = report(&repo, "turns");
-    assert_eq!(
-        json!([
-            r["status"],
-            r["stop_reason"],
-            r["turns"],
-            r["max_turns"],
-            r["title"],
-            r["base"]
-        ]),
-        json!([
-            "incomplete",
-            "max-turns",
-            2,
-            2,
-            "Look around",
-            repo.git(&["rev-parse", "feature"])
-        ])
-    );
-    assert!(run.stderr.contains("turn 2/2"), "{}", run.stderr);
-    assert_untouched(&repo, &before);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_error_is_retried_and_an_existing_workspace_needs_fresh() {
     let repo = calc_repo();
     let before = user_state(&repo);
@@ -872,113 +806,6 @@ fn a_model_error_is_exit_3_with_a_report() {
     assert_eq!(
         json!([r["status"], r["stop_reason"]]),
         json!(["error", "model-error"])
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn replies_without_a_tool_call_get_reminders_then_a_warning_then_stop_the_run() {
-    let repo = calc_repo();
-    let model = Model::start(vec![
-        text("I will fix it."),
-        text("Done, I think."),
-        text("All good."),
-        text("Really."),
-    ])
-    .await;
-    let run = vouch_run(
-        &repo,
-        &model,
-        &["--prompt", "chatty", "--tool-mode", "native"],
-    )
-    .await;
-    let requests = model.finish();
-    assert_eq!(run.code, 1, "{}", explain(&run));
-    assert!(last_user(&requests[1]).contains("no tool call"));
-    assert!(last_user(&requests[3]).contains("The run stops"));
-    let r = report(&repo, "chatty");
-    assert_eq!(
-        json!([r["status"], r["stop_reason"], r["turns"]]),
-        json!(["incomplete", "no-tool-calls", 4])
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_without_edits_gets_a_forcing_phase_then_stops_as_stalled() {
-    let repo = calc_repo();
-    let model = Model::start(vec![
-        call(1, "read_file", json!({"path": "calc.py"})),
-        call(2, "read_file", json!({"path": "test_calc.py"})),
-        call(3, "list_files", json!({})),
-        call(
-            4,
-            "edit",
-            json!({"path": "calc.py", "old_string": "nope", "new_string": "x"}),
-        ),
-        call(5, "read_file", json!({"path": "pyproject.toml"})),
-    ])
-    .await;
-    let run = vouch_run(
-        &repo,
-        &model,
-        &[
-            "--prompt",
-            "stall",
-            "--stall-turns",
-            "2",
-            "--tool-mode",
-            "native",
-        ],
-    )
-    .await;
-    let requests = model.finish();
-    assert_eq!(run.code, 1, "{}", explain(&run));
-    let tools = |req: &Value| -> Vec<String> {
-        req["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["function"]["name"].as_str().unwrap().to_string())
-            .collect()
-    };
-    assert_eq!(tools(&requests[1]).len(), 7);
-    // The phase offers the same tools, so the prompt the server cached stays a prefix of the next one.
-    assert_eq!(tools(&requests[2]), tools(&requests[1]));
-    assert!(last_user(&requests[2]).contains("only edit, write_file and submit"));
-    // A call to a tool the phase does not allow is answered, not run.
-    let last = requests[3]["messages"].as_array().unwrap().last().unwrap();
-    assert_eq!(last["role"], "tool");
-    let answer = last["content"].as_str().unwrap();
-    assert!(
-        answer.starts_with("list_files is not available now: only edit, write_file and submit"),
-        "{answer}"
-    );
-    let r = report(&repo, "stall");
-    assert_eq!(
-        json!([r["status"], r["stop_reason"], r["turns"]]),
-        json!(["incomplete", "stalled", 5])
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_token_budget_stops_the_run() {
-    let repo = calc_repo();
-    let model = Model::start(vec![
-        call(1, "list_files", json!({})),
-        call(2, "search", json!({"pattern": "add"})),
-    ])
-    .await;
-    let run = vouch_run(
-        &repo,
-        &model,
-        &["--prompt", "tokens", "--token-budget", "150"],
-    )
-    .await;
-    model.finish();
-    assert_eq!(run.code, 1, "{}", explain(&run));
-    let r = report(&repo, "tokens");
-    assert_eq!(
-        json!([r["status"], r["stop_reason"], r["turns"]]),
-        json!(["incomplete", "tokens", 2])
     );
 }
 
@@ -1794,79 +1621,6 @@ async fn native_calls_in_one_reply_all_run_as_before() {
     assert_eq!(run.code, 1, "{}", explain(&run));
     let results = tool_results(&requests[1]);
     assert!(results[1].1.contains("return a + b"), "{results:?}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_three_turn_cycle_with_the_same_results_is_named_then_stops_the_run() {
-    let repo = calc_repo();
-    let round = |n: usize| {
-        vec![
-            call(
-                n,
-                "edit",
-                json!({"path": "calc.py", "old_string": "def mul(a, b):", "new_string": "def mul(x, y):"}),
-            ),
-            call(
-                n + 1,
-                "write_file",
-                json!({"path": "calc.py", "content": CALC}),
-            ),
-            call(n + 2, "run_tests", json!({})),
-        ]
-    };
-    let model = Model::start(
-        round(1)
-            .into_iter()
-            .chain(round(4))
-            .chain(round(7))
-            .collect(),
-    )
-    .await;
-    let run = vouch_run(&repo, &model, &["--prompt", "cycle"]).await;
-    let requests = model.finish();
-    assert_eq!(run.code, 1, "{}", explain(&run));
-    assert!(!last_user(&requests[5]).contains("going round in a cycle"));
-    let named = last_user(&requests[6]);
-    assert!(
-        named.contains("cycle: edit (failed) -> write_file -> run_tests"),
-        "{named}"
-    );
-    let r = report(&repo, "cycle");
-    assert_eq!(
-        json!([r["status"], r["stop_reason"], r["turns"]]),
-        json!(["incomplete", "cycle", 9])
-    );
-    let kinds: Vec<Value> = transcript(&repo, "cycle")
-        .into_iter()
-        .filter(|e| e["event"] == "nudge")
-        .map(|e| e["kind"].clone())
-        .collect();
-    assert_eq!(kinds, [json!("cycle")]);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rewriting_files_is_not_progress_only_a_change_in_the_tests_result_is() {
-    let repo = calc_repo();
-    let model = Model::start(vec![
-        call(1, "run_tests", json!({})),
-        call(
-            2,
-            "write_file",
-            json!({"path": "calc.py", "content": FIXED}),
-        ),
-        call(3, "write_file", json!({"path": "calc.py", "content": CALC})),
-        call(4, "submit", json!({"verdict": "NO-GO", "summary": "x"})),
-    ])
-    .await;
-    let run = vouch_run(&repo, &model, &["--prompt", "busy", "--stall-turns", "2"]).await;
-    let requests = model.finish();
-    assert_eq!(run.code, 1, "{}", explain(&run));
-    // The first test result is progress; two writes after it are not.
-    assert_eq!(offered_tools(&requests[2]).len(), 7);
-    assert!(!last_user(&requests[2]).contains("The tests' result has not changed"));
-    assert!(last_user(&requests[3]).contains("The tests' result has not changed in 2 turns"));
-    // The forcing phase keeps the tool list, so the server's cached prompt stays a prefix.
-    assert_eq!(offered_tools(&requests[3]), offered_tools(&requests[2]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -349,3 +349,32 @@ fn a_function_written_on_one_line_is_shown_as_the_lines_it_spans() {
     assert!(out.contains("    13\t}\nCopy old_string exactly"), "{out}");
     assert_eq!(f.read("src/lib.rs"), lib);
 }
+
+#[test]
+fn an_edit_made_already_is_named_applied_and_changes_nothing() {
+    // The fix landed on an earlier turn; the model makes the same edit again.
+    let lib = "pub fn words(s: &str) -> usize {\n    s.split_whitespace().count()\n}\n";
+    let f = fixture(&[("src/lib.rs", lib)]);
+    let out = f.err(
+        "edit",
+        json!({
+            "path": "src/lib.rs",
+            "old_string": "    s.split(' ').count()\n",
+            "new_string": "    s.split_whitespace().count()\n"
+        }),
+    );
+    assert_eq!(
+        out,
+        "old_string does not occur in `src/lib.rs`, but new_string does, at line 2: this edit looks \
+         applied already. Do not make it again: run the tests with run_tests, or read the file with \
+         read_file to see its current text."
+    );
+    assert_eq!(f.read("src/lib.rs"), lib);
+    // A short replacement found somewhere says nothing: the closest text is shown as before.
+    let out = f.err(
+        "edit",
+        json!({"path": "src/lib.rs", "old_string": "s.len()", "new_string": "count"}),
+    );
+    assert!(out.starts_with("old_string does not occur"), "{out}");
+    assert!(!out.contains("applied already"), "{out}");
+}
