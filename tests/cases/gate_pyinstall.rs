@@ -265,3 +265,120 @@ fn the_venv_the_users_python_belongs_to_is_seen_by_the_gate() {
     assert_eq!(g.step("pytest")["tests"]["passed"], 4, "{}", g.explain());
     assert_eq!(g.verdict(), "pass", "{}", g.explain());
 }
+
+/// The room layers (`<cache>/rooms/<key>/<role>.cache/python-room/<hash>`) and when each was made.
+fn layers(cache: &Path) -> Vec<(PathBuf, std::time::SystemTime, bool)> {
+    let mut out = Vec::new();
+    for repo in std::fs::read_dir(cache.join("rooms"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        for role in ["head", "bite"] {
+            let dir = repo
+                .path()
+                .join(format!("{role}.cache"))
+                .join("python-room");
+            for layer in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let p = layer.path();
+                out.push((
+                    p.clone(),
+                    modified(&p.join("pyvenv.cfg")),
+                    p.join(".vouch-layer.json").is_file(),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_room_layer_is_reused_while_the_projects_layout_is_the_same_and_made_again_when_it_changes() {
+    // A src-layout project whose install writes nothing into the room (no generated module).
+    let pyproject = "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n\
+[project]\nname = \"calc\"\nversion = \"0.1.0\"\n";
+    let repo = Repo::with_files(&[
+        ("pyproject.toml", pyproject),
+        (".gitignore", "*.egg-info/\nbuild/\n"),
+        (
+            "src/calc/__init__.py",
+            "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n",
+        ),
+        (
+            "tests/test_old.py",
+            "from calc import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n",
+        ),
+    ]);
+    repo.write(
+        "src/calc/__init__.py",
+        "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n",
+    );
+    repo.write(
+        "tests/test_add.py",
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+    );
+    repo.commit("fix add");
+    let g = repo.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    assert_eq!(g.report()["bite"]["status"], "bites", "{}", g.explain());
+    let first = layers(&repo.cache);
+    assert_eq!(first.len(), 2, "{first:?}");
+    assert!(first.iter().all(|(_, _, marked)| *marked), "{first:?}");
+
+    // The next change: both rooms open again at other trees with the same layout, and use their layers as
+    // they are; the bite check still sees the reverted code.
+    repo.write(
+        "src/calc/__init__.py",
+        "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n",
+    );
+    repo.write(
+        "tests/test_mul.py",
+        "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
+    );
+    repo.commit("fix mul");
+    let g = repo.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    assert_eq!(g.report()["bite"]["status"], "bites", "{}", g.explain());
+    assert_eq!(layers(&repo.cache), first, "a room layer was made again");
+
+    // A new top-level package is a new layout: the layers are made again, and the new package imports.
+    repo.write(
+        "src/geometry/__init__.py",
+        "def area(w, h):\n    return w + h\n",
+    );
+    repo.commit("add geometry");
+    repo.write(
+        "src/geometry/__init__.py",
+        "def area(w, h):\n    return w * h\n",
+    );
+    repo.write(
+        "tests/test_area.py",
+        "from geometry import area\n\n\ndef test_area():\n    assert area(2, 3) == 6\n",
+    );
+    repo.commit("fix area");
+    let g = repo.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    assert_eq!(g.report()["bite"]["status"], "bites", "{}", g.explain());
+    let third = layers(&repo.cache);
+    assert_eq!(third.len(), 2, "{third:?}");
+    for ((path, made, _), (path3, made3, _)) in first.iter().zip(&third) {
+        assert_eq!(path, path3);
+        assert_ne!(
+            made,
+            made3,
+            "{} was reused for a new layout",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn a_room_layer_whose_install_generated_a_module_is_never_reused() {
+    // verlib's setup.py writes a module from the room's own table: a reused layer would keep another tree's.
+    let repo = project();
+    assert_eq!(repo.gate(&["--base", "HEAD~1"]).verdict(), "pass");
+    let first = layers(&repo.cache);
+    assert_eq!(first.len(), 2, "{first:?}");
+    assert!(first.iter().all(|(_, _, marked)| !marked), "{first:?}");
+}

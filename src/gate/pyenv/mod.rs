@@ -9,10 +9,11 @@
 //!   declare dependencies (pyproject.toml, setup.cfg, setup.py, requirements files), the `[python]` settings
 //!   and the interpreter's version, so a second run with the same set reuses the venv without pip resolving
 //!   anything, and a changed set gets a new one (`vouch clean` removes the old ones).
-//! - a **room** layer per room opening (under the role's cache): a venv without pip whose `.pth` adds the
+//! - a **room** layer per room (under the role's cache): a venv without pip whose `.pth` adds the
 //!   shared site-packages, into which the project is installed editable with `--no-deps --no-build-isolation
 //!   --no-index`, offline, from that room. An editable install points at one checkout, so each room has its
-//!   own and a room never imports another room's code.
+//!   own and a room never imports another room's code. The next opening of the same room reuses the layer
+//!   while what the install read is unchanged ([`layer`]).
 //!
 //! Steps that build or test (not format, vet or lint) then run with the layer's `bin` first on PATH. A project
 //! without a build system (no `[build-system]` in pyproject.toml, no setup.py) keeps the profile's plain
@@ -28,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 mod declared;
+mod layer;
 
 use declared::{dependency_files, dependency_hash, requirement_files, wanted};
 pub use declared::{has_build_system, DEV_GROUP, TEST_GROUPS};
@@ -309,14 +311,21 @@ async fn prepare_layers(
     let hash = dependency_hash(&env.room, &files, settings, &key);
     let repo_dir = env.cache.parent().unwrap_or(&env.cache).to_path_buf();
     let shared = repo_dir.join(SHARED_DIR).join(&hash);
-    {
+    let built = {
         let _guard = build_lock().lock().await;
-        if !shared.join(READY).is_file() {
+        let missing = !shared.join(READY).is_file();
+        if missing {
             build_shared(&mut run, settings, &shared, &files, &active).await?;
         }
-    }
+        missing
+    };
     touch(&shared.join(READY));
     let layer = env.cache.join("python-room").join(short_hash(&env.room));
+    let layer_key = layer::key(&env.room, &shared, run.vars.first());
+    if !built && layer::reuse(&layer, &layer_key, &env.room) {
+        tracing::info!("python env: reusing {}", layer.display());
+        return Ok(Activation { layer, shared });
+    }
     let _ = std::fs::remove_dir_all(&layer);
     let mut venv = vec![
         python.clone(),
@@ -345,6 +354,7 @@ async fn prepare_layers(
     std::fs::write(layer_sp.join("_vouch_shared.pth"), pth)
         .map_err(|e| format!("write the room's .pth: {e}"))?;
     readable.push(shared.clone());
+    let before = layer::files(&env.room);
     run.run(
         "installing the project (editable, from this room)",
         vec![
@@ -362,6 +372,7 @@ async fn prepare_layers(
         offline(vec![env.room.clone(), env.cache.clone()], readable),
     )
     .await?;
+    layer::mark(&layer, &layer_key, &env.room, &before);
     Ok(Activation { layer, shared })
 }
 
