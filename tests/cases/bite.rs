@@ -583,9 +583,10 @@ fn a_second_gate_run_of_the_same_change_takes_the_bite_check_from_the_cache() {
 }
 
 #[test]
-fn a_python_test_whose_id_changes_between_runs_is_absent_and_does_not_hide_the_others() {
+fn a_python_test_whose_id_changes_between_runs_is_run_by_its_function_and_does_not_hide_the_others() {
     // marshmallow's shape: a parameter holding the time gives the test another id in every run, so the bite
-    // room's pytest does not find the id head ran, and then runs none of the selection.
+    // room's pytest does not find the id head ran, and then runs none of the selection. Its function runs
+    // whole instead, and its one instance is head's test.
     let r = repo(&PYTHON);
     let tests = "import time\n\nimport pytest\n\nfrom calc import absolute\n\n\ndef test_negative():\n    assert absolute(-3) == 3\n\n\n@pytest.mark.parametrize(\"stamp\", [time.time_ns()])\ndef test_stamped(stamp):\n    assert absolute(stamp) == stamp\n";
     let g = change(
@@ -606,5 +607,33 @@ fn a_python_test_whose_id_changes_between_runs_is_absent_and_does_not_hide_the_o
         .filter(|(id, _)| id.starts_with("tests/test_abs.py::test_stamped["))
         .collect();
     assert_eq!(stamped.len(), 1, "{got:?}");
-    assert_eq!(stamped[0].1, "absent", "{got:?}\n{}", g.explain());
+    assert_eq!(stamped[0].1, "inert", "{got:?}\n{}", g.explain());
+}
+
+#[test]
+fn a_change_whose_test_ids_hold_the_time_is_taken_from_the_cache_on_the_next_run() {
+    // marshmallow's tests put the time in their parametrized ids: each run names them differently.
+    let r = Repo::with_files(&[PY_BASE[0], PY_BASE[1], PY_BASE[2]]);
+    let stamped = "import datetime\n\nimport pytest\n\nfrom calc import absolute\n\n\n\
+@pytest.mark.parametrize(\"when\", [datetime.datetime.now().isoformat()])\n\
+def test_absolute_at(when):\n    assert absolute(-len(when)) == len(when)\n";
+    let first = change(
+        &r,
+        &[("calc.py", PY_FIX), ("tests/test_at.py", stamped)],
+        "fix absolute, with a test stamped with the time",
+    );
+    assert_eq!(bite(&first)["status"], "bites", "{}", first.explain());
+    assert!(bite(&first).get("cached").is_none(), "{}", first.explain());
+    // The reverted run names the test anew; it is matched back to head's id by its function.
+    let got = outcomes(&first);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].0.starts_with("tests/test_at.py::test_absolute_at[2") && got[0].1 == "bites",
+        "{got:?}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let again = r.gate(&["--base", "HEAD~1"]);
+    assert_eq!(again.verdict(), "pass", "{}", again.explain());
+    assert_eq!(bite(&again)["status"], "bites", "{}", again.explain());
+    assert_eq!(bite(&again)["cached"], true, "{}", again.explain());
 }

@@ -5,7 +5,9 @@
 //! The key covers the base and head commits, the whole profile (steps, paths, bite policy, environment), the
 //! effective bite policy, the tools' binaries (path and modification time, so a toolchain upgrade runs it
 //! again), vouch's version, and which tests passed at head (the check selects from them; a flaky head gives
-//! another key). An inconclusive or skipped check is never kept. It lives beside the baseline cache, outside
+//! another key). A test's parameters (`test_x[...]`) are left out of its id there: on the same commits they
+//! differ only where the test puts the time or a random value in them (marshmallow's do), and such a change
+//! was checked again on every run. An inconclusive or skipped check is never kept. It lives beside the baseline cache, outside
 //! every room, where no confined step can write. `--refresh-baseline` and `--fresh-rooms` run it again.
 
 use std::path::{Path, PathBuf};
@@ -44,11 +46,11 @@ pub fn key(parts: &KeyParts<'_>) -> String {
     let mut head_results: Vec<(&str, String)> = parts
         .head_results
         .iter()
-        .map(|r| (r.id.as_str(), format!("{:?}", r.status)))
+        .map(|r| (unparametrized(&r.id), format!("{:?}", r.status)))
         .collect();
     head_results.sort();
     let keyed = Keyed {
-        version: concat!("bite 1 vouch ", env!("CARGO_PKG_VERSION")),
+        version: concat!("bite 2 vouch ", env!("CARGO_PKG_VERSION")),
         base: parts.base,
         head: parts.head,
         profile: parts.profile,
@@ -59,6 +61,14 @@ pub fn key(parts: &KeyParts<'_>) -> String {
     let mut h = Sha256::new();
     h.update(serde_json::to_vec(&keyed).unwrap_or_default());
     hex::encode(&h.finalize()[..16])
+}
+
+/// A test id without its parameters: `t.py::test_x[2026-12-03 12:00:01]` is `t.py::test_x[`.
+fn unparametrized(id: &str) -> &str {
+    match id.find('[') {
+        Some(at) if id.ends_with(']') => &id[..=at],
+        _ => id,
+    }
 }
 
 /// Whether a check's outcome is one to keep: decided, not cut short.
@@ -133,6 +143,34 @@ mod tests {
             k,
             key(&KeyParts {
                 head_results: &reordered,
+                ..parts
+            })
+        );
+        // Parameters that hold the time differ from run to run of the same commits; statuses still count.
+        let stamped = |at: &str, status| {
+            vec![
+                result("a", TestStatus::Pass),
+                result("b", TestStatus::Pass),
+                result(&format!("t.py::test_when[{at}]"), status),
+            ]
+        };
+        let timed = key(&KeyParts {
+            head_results: &stamped("2026-12-03 12:00:01.5", TestStatus::Pass),
+            ..parts
+        });
+        assert_eq!(
+            timed,
+            key(&KeyParts {
+                head_results: &stamped("2026-12-03 12:07:44.1", TestStatus::Pass),
+                ..parts
+            })
+        );
+        assert_ne!(timed, k);
+        let failed = stamped("2026-12-03 12:07:44.1", TestStatus::Fail);
+        assert_ne!(
+            timed,
+            key(&KeyParts {
+                head_results: &failed,
                 ..parts
             })
         );

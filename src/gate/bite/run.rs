@@ -338,9 +338,9 @@ impl GateRun<'_> {
             let (mut results, mut outcome) = self
                 .select_one(step, &env, cmd, &format!("{logs_name}{i}-"), limits.tests)
                 .await?;
-            let mut ids = ids;
-            // Ids pytest no longer finds (they embed the time, say) make it run none of the selection: they are
-            // absent, and the others run again on their own.
+            // Ids pytest no longer finds (they embed the time, say) make it run none of the selection: their
+            // functions run whole with the others, and each instance is matched back to head's id in order
+            // (an id that cannot be matched is absent).
             let missing = if runner == Runner::Pytest && results.is_empty() {
                 let output = format!("{}\n{}", outcome.head, outcome.tail);
                 bite::select::pytest_not_found(&output, room.dir(), &ids)
@@ -348,18 +348,13 @@ impl GateRun<'_> {
                 Vec::new()
             };
             if !missing.is_empty() {
-                out.tests.extend(
-                    missing
-                        .iter()
-                        .map(|id| BiteTest::new(id.clone(), TestOutcome::Absent)),
-                );
-                ids.retain(|id| !missing.contains(id));
-                if let Some((again, _)) = bite::commands(runner, &step.raw_argv(), &ids, layout)
+                let rerun = bite::select::pytest_reselection(&ids, &missing);
+                if let Some((again, _)) = bite::commands(runner, &step.raw_argv(), &rerun, layout)
                     .into_iter()
                     .next()
-                    .filter(|_| !ids.is_empty())
                 {
-                    (results, outcome) = self
+                    let ran;
+                    (ran, outcome) = self
                         .select_one(
                             step,
                             &env,
@@ -368,6 +363,7 @@ impl GateRun<'_> {
                             limits.tests,
                         )
                         .await?;
+                    results = bite::select::pytest_renamed(&ids, &missing, ran);
                 }
             }
             out.tests_timed_out |= outcome.timed_out;

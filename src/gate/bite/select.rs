@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::gate::cargo::Layout;
-use crate::gate::results::{self, Runner};
+use crate::gate::results::{self, Runner, TestResult};
 
 /// Groups cargo ids by their test target and narrows each selection to that target, so a target that does
 /// not build without the change does not hide the others. With the repository's [`Layout`] the target is the
@@ -144,19 +144,87 @@ pub fn pytest_not_found(output: &str, room: &Path, ids: &[String]) -> Vec<String
                 .unwrap_or(rest.trim())
         })
         .collect();
-    let unparametrized = |id: &str| id.split_once('[').map_or(id, |(f, _)| f).to_owned();
     ids.iter()
         .filter(|id| {
             named.contains(&id.as_str())
-                || (id.contains('[') && named.contains(&unparametrized(id).as_str()))
+                || (id.contains('[') && named.contains(&pytest_function(id)))
         })
         .cloned()
         .collect()
 }
 
+/// A pytest id's function: `t.py::T::test_at[01:08:47]` is `t.py::T::test_at`.
+pub fn pytest_function(id: &str) -> &str {
+    match id.find('[') {
+        Some(at) if id.ends_with(']') => &id[..at],
+        _ => id,
+    }
+}
+
+/// What to run again when pytest did not find `missing` of `ids`: the found ones by id, and the functions
+/// of the missing ones whole (their instances are named anew on every run); a found instance of such a
+/// function comes with it.
+pub fn pytest_reselection(ids: &[String], missing: &[String]) -> Vec<String> {
+    let functions: Vec<&str> = missing.iter().map(|id| pytest_function(id)).collect();
+    let mut out: Vec<String> = ids
+        .iter()
+        .filter(|id| !missing.contains(id) && !functions.contains(&pytest_function(id)))
+        .cloned()
+        .collect();
+    for f in functions {
+        if !out.iter().any(|id| id == f) {
+            out.push(f.to_owned());
+        }
+    }
+    out
+}
+
+/// The results of a [`pytest_reselection`] under the ids head gave them: the instances of a missing id's
+/// function that head did not name, in their order, become the missing ids of that function, in theirs,
+/// when there are as many; when there are not, all of them agreeing gives each missing id their status.
+/// Otherwise a missing id stays without a result (absent).
+pub fn pytest_renamed(
+    ids: &[String],
+    missing: &[String],
+    results: Vec<TestResult>,
+) -> Vec<TestResult> {
+    let mut out: Vec<TestResult> = Vec::new();
+    let mut fresh: Vec<(String, Vec<TestResult>)> = Vec::new();
+    for r in results {
+        let f = pytest_function(&r.id);
+        let new_instance = !ids.contains(&r.id) && missing.iter().any(|m| pytest_function(m) == f);
+        if new_instance {
+            match fresh.iter_mut().find(|(name, _)| name == f) {
+                Some((_, list)) => list.push(r),
+                None => fresh.push((f.to_owned(), vec![r])),
+            }
+        } else {
+            out.push(r);
+        }
+    }
+    for (f, instances) in fresh {
+        let wanted: Vec<&String> = missing.iter().filter(|m| pytest_function(m) == f).collect();
+        let same = instances.iter().all(|r| r.status == instances[0].status);
+        if instances.len() == wanted.len() {
+            for (id, mut r) in wanted.into_iter().zip(instances) {
+                r.id = id.clone();
+                out.push(r);
+            }
+        } else if same {
+            for id in wanted {
+                let mut r = instances[0].clone();
+                r.id = id.clone();
+                out.push(r);
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gate::results::TestStatus;
 
     fn own(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
@@ -245,6 +313,58 @@ mod tests {
             pytest_not_found(v8, Path::new("/r/bite"), &ids),
             own(&["tests/t.py::T::test_at[01:08:47 2026-12-02]"])
         );
+    }
+
+    #[test]
+    fn ids_pytest_names_anew_on_every_run_are_selected_by_function_and_mapped_back_in_order() {
+        let ids = own(&[
+            "t.py::test_at[12:00:01]",
+            "t.py::test_at[12:00:02]",
+            "t.py::test_ok[1]",
+            "t.py::test_plain",
+            "u.py::test_when[a]",
+        ]);
+        let missing = own(&["t.py::test_at[12:00:01]", "t.py::test_at[12:00:02]"]);
+        assert_eq!(
+            pytest_reselection(&ids, &missing),
+            own(&[
+                "t.py::test_ok[1]",
+                "t.py::test_plain",
+                "u.py::test_when[a]",
+                "t.py::test_at"
+            ])
+        );
+        let r = |id: &str, status| TestResult {
+            id: id.into(),
+            status,
+            duration_ms: None,
+            message: None,
+        };
+        let ran = vec![
+            r("t.py::test_at[12:07:44]", TestStatus::Fail),
+            r("t.py::test_at[12:07:45]", TestStatus::Pass),
+            r("t.py::test_ok[1]", TestStatus::Pass),
+        ];
+        let got = pytest_renamed(&ids, &missing, ran);
+        let named: Vec<(&str, TestStatus)> =
+            got.iter().map(|r| (r.id.as_str(), r.status)).collect();
+        assert_eq!(
+            named,
+            vec![
+                ("t.py::test_ok[1]", TestStatus::Pass),
+                ("t.py::test_at[12:00:01]", TestStatus::Fail),
+                ("t.py::test_at[12:00:02]", TestStatus::Pass),
+            ]
+        );
+        // Another count of instances: only an agreeing status is given to each missing id.
+        let agreeing = vec![r("t.py::test_at[x]", TestStatus::Fail)];
+        assert_eq!(pytest_renamed(&ids, &missing, agreeing).len(), 2);
+        let split = vec![
+            r("t.py::test_at[x]", TestStatus::Fail),
+            r("t.py::test_at[y]", TestStatus::Pass),
+            r("t.py::test_at[z]", TestStatus::Pass),
+        ];
+        assert!(pytest_renamed(&ids, &missing, split).is_empty());
     }
 
     #[test]
