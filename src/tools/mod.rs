@@ -21,6 +21,7 @@
 //! dependency beyond `futures`, which vouch already has.
 
 mod args;
+mod definitions;
 mod edit;
 mod list_files;
 mod overview;

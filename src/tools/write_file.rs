@@ -140,6 +140,12 @@ fn write(ws: &Workspace, args: Args) -> Result<String, String> {
             }
         }
     }
+    if let Some(old) = &before {
+        let gone = super::definitions::removed(rel, old, &content);
+        if !gone.is_empty() {
+            return Err(removal_refusal(rel, &gone));
+        }
+    }
     // A binary file is never a source file; a new one counts as valid before.
     if existing.is_none() || before.is_some() {
         if let Some(refusal) =
@@ -164,4 +170,24 @@ fn write(ws: &Workspace, args: Args) -> Result<String, String> {
         plural(content.len(), "byte", "bytes"),
         plural(line_count(&content), "line", "lines")
     ))
+}
+
+/// The answer to a rewrite that would delete definitions (tests shown by their names).
+fn removal_refusal(rel: &str, gone: &[String]) -> String {
+    let shown: Vec<String> = gone
+        .iter()
+        .filter(|n| !n.starts_with("test ") || !gone.contains(&n["test ".len()..].to_string()))
+        .map(|n| format!("`{}`", n.strip_prefix("test ").unwrap_or(n)))
+        .collect();
+    let more = if shown.len() > 8 {
+        format!(" and {} more", shown.len() - 8)
+    } else {
+        String::new()
+    };
+    format!(
+        "Not written: this would delete {} from `{rel}` ({}{more}). write_file replaces the whole file: to \
+         change part of it use edit; to add a test, add it beside the existing ones. Do not delete tests.",
+        if shown.len() == 1 { "a definition" } else { "definitions" },
+        shown.iter().take(8).cloned().collect::<Vec<_>>().join(", ")
+    )
 }

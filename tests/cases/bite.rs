@@ -583,7 +583,8 @@ fn a_second_gate_run_of_the_same_change_takes_the_bite_check_from_the_cache() {
 }
 
 #[test]
-fn a_python_test_whose_id_changes_between_runs_is_run_by_its_function_and_does_not_hide_the_others() {
+fn a_python_test_whose_id_changes_between_runs_is_run_by_its_function_and_does_not_hide_the_others()
+{
     // marshmallow's shape: a parameter holding the time gives the test another id in every run, so the bite
     // room's pytest does not find the id head ran, and then runs none of the selection. Its function runs
     // whole instead, and its one instance is head's test.

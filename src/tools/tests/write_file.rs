@@ -50,33 +50,35 @@ fn a_directory_or_the_root_cannot_be_written() {
 }
 
 const LIB: &str = "fn a() {}\nfn b() {}\nfn c() {}\nfn d() {}\nfn e() {}\n";
+/// Lines that define nothing the definitions guard names, for the rules about lines.
+const CONSTS: &str =
+    "const A: u8 = 1;\nconst B: u8 = 2;\nconst C: u8 = 3;\nconst D: u8 = 4;\nconst E: u8 = 5;\n";
 
 #[test]
 fn a_write_that_removes_most_of_an_unread_file_is_refused_and_allowed_once_read() {
-    let f = fixture(&[("src/lib.rs", LIB)]);
-    let short = json!({"path": "src/lib.rs", "content": "fn a() {}\nfn z() {}\n"});
+    let f = fixture(&[("src/lib.rs", CONSTS)]);
+    let short = json!({"path": "src/lib.rs", "content": "const A: u8 = 1;\nconst Z: u8 = 9;\n"});
     assert_eq!(
         f.err("write_file", short.clone()),
         "Not written: this would remove 4 of the 5 lines of `src/lib.rs`, which you have not read. Use \
          edit to change part of a file (read_file shows its lines first); write_file replaces a whole file."
     );
-    assert_eq!(f.read("src/lib.rs"), LIB);
+    assert_eq!(f.read("src/lib.rs"), CONSTS);
     // After a read, the whole file may go.
     f.ok("read_file", json!({"path": "src/lib.rs"}));
     assert_eq!(
         f.ok("write_file", short),
-        "Replaced src/lib.rs: 20 bytes, 2 lines."
+        "Replaced src/lib.rs: 34 bytes, 2 lines."
     );
 }
 
 #[test]
 fn a_write_that_keeps_most_lines_of_an_unread_file_is_allowed() {
-    let f = fixture(&[("src/lib.rs", LIB)]);
-    let most =
-        json!({"path": "src/lib.rs", "content": "fn a() {}\nfn b() {}\nfn c() {}\nfn x() {}\n"});
+    let f = fixture(&[("src/lib.rs", CONSTS)]);
+    let most = json!({"path": "src/lib.rs", "content": "const A: u8 = 1;\nconst B: u8 = 2;\nconst C: u8 = 3;\nconst X: u8 = 9;\n"});
     assert_eq!(
         f.ok("write_file", most),
-        "Replaced src/lib.rs: 40 bytes, 4 lines."
+        "Replaced src/lib.rs: 68 bytes, 4 lines."
     );
 }
 
@@ -113,4 +115,39 @@ fn writing_the_same_content_says_unchanged_and_records_no_change() {
         "Unchanged: `src/lib.rs` already has this content; nothing was written."
     );
     assert!(f.workspace.changed().paths.is_empty());
+}
+
+#[test]
+fn a_rewrite_that_deletes_tests_or_functions_is_refused_with_their_names() {
+    // The 1.5B coder's write over a test module: only its own new test kept.
+    let tests = "from stats import mean\n\n\ndef test_mean():\n    assert mean([1, 2]) == 1.5\n\n\ndef test_mean_of_one():\n    assert mean([4]) == 4\n";
+    let words = "package words\n\nfunc Count(s string) map[string]int { return nil }\n\nfunc Format(m map[string]int) string { return \"\" }\n";
+    let f = fixture(&[("tests/test_stats.py", tests), ("words.go", words)]);
+    f.ok("read_file", json!({"path": "tests/test_stats.py"}));
+    f.ok("read_file", json!({"path": "words.go"}));
+    let out = f.err(
+        "write_file",
+        json!({"path": "tests/test_stats.py", "content": "import pytest\n\n\ndef test_median():\n    assert median([3, 1, 2]) == 2\n"}),
+    );
+    assert_eq!(
+        out,
+        "Not written: this would delete definitions from `tests/test_stats.py` (`test_mean`, \
+         `test_mean_of_one`). write_file replaces the whole file: to change part of it use edit; to add a \
+         test, add it beside the existing ones. Do not delete tests."
+    );
+    assert_eq!(f.read("tests/test_stats.py"), tests);
+    // The program's expected output written over its Go source.
+    let out = f.err(
+        "write_file",
+        json!({"path": "words.go", "content": "apple: 1\nfig: 2\npear: 1\n"}),
+    );
+    assert!(out.contains("(`Count`, `Format`)"), "{out}");
+    assert_eq!(f.read("words.go"), words);
+    // The whole file with one more test is written.
+    let more = format!("{tests}\n\ndef test_median():\n    assert median([3, 1, 2]) == 2\n");
+    f.ok(
+        "write_file",
+        json!({"path": "tests/test_stats.py", "content": more}),
+    );
+    assert_eq!(f.read("tests/test_stats.py"), more);
 }
