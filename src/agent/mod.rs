@@ -594,7 +594,8 @@ impl Agent<'_> {
     /// Runs the calls of one turn in order, one tool result each, then the rails and `submit`.
     ///
     /// Calls recovered from a reply's text were all planned before any result came back: they run in
-    /// order up to and including the first one that changes files or submits, and the rest are answered
+    /// order up to and including the first one that changes files, submits or fails (a failing test run
+    /// included), and a `submit` after other calls does not run; the rest are answered
     /// [`prompt::HELD`] (each with its own result, so that results still pair with calls). A plan does not
     /// get to write over a file it never read, nor to submit a change whose tests it never saw. Structured
     /// (native) calls all run, as the model asked.
@@ -605,9 +606,11 @@ impl Agent<'_> {
         let mut broken: Option<String> = None;
         let mut repeated_stop = false;
         let mut warn_repeat = false;
-        for call in calls {
+        for (index, call) in calls.iter().enumerate() {
             // Whether the tool itself declined the call; a failing test run is a result, not a refusal.
             let mut refused = false;
+            // A planned submit after other calls claims results the model has not seen.
+            held |= recovered && index > 0 && call.name == "submit";
             let (ok, text) = if repeated_stop || broken.is_some() {
                 (false, "Not run: the run stopped.".to_string())
             } else if submitted.is_some() {
@@ -641,6 +644,8 @@ impl Agent<'_> {
                         Ok(text) => (true, text),
                         Err(ToolError::Failed(text)) => {
                             refused = !self.runs_tests(&call.name);
+                            // The rest of a plan assumed this call would succeed.
+                            held |= recovered;
                             (false, text)
                         }
                         Err(ToolError::Infrastructure(e)) => {

@@ -217,7 +217,9 @@ fn square(text: &str, p: usize, seen: &mut Seen, ctx: &mut Ctx) {
     }
 }
 
-/// Whether a `{` at `p` looks like the start of a JSON call: its first key is one a call object has.
+/// Whether a `{` at `p` looks like the start of a JSON call: its first key is one a call object has
+/// (`arguments` first too, as a serializer that sorts keys writes it; not `parameters`, which opens a
+/// tool's definition as often as a call).
 pub(crate) fn json_call_start(text: &str, p: usize) -> bool {
     let q = skip_ws_bounded(text, p + 1);
     let b = text.as_bytes();
@@ -232,6 +234,7 @@ pub(crate) fn json_call_start(text: &str, p: usize) -> bool {
         "function",
         "type",
         "id",
+        "arguments",
     ]
     .iter()
     .any(|key| scan::at(text, q + 1, key) && b.get(q + 1 + key.len()) == Some(&quote))

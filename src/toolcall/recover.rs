@@ -287,9 +287,10 @@ fn keep_standing_bare(
         return;
     }
     let first_trailing = first_trailing(found, text, ctx);
+    let leading = leading_fenced(found, text);
     let mut i = 0;
     found.retain(|f| {
-        let keep = !f.bare || i >= first_trailing || own_block(text, &f.span, ctx);
+        let keep = !f.bare || i < leading || i >= first_trailing || own_block(text, &f.span, ctx);
         i += 1;
         if !keep && !f.weak && schema::resolve(ctx.tools, &f.name).is_some() {
             warnings.push(format!(
@@ -299,6 +300,25 @@ fn keep_standing_bare(
         }
         keep
     });
+}
+
+/// How many calls open the text as a run of fenced blocks: before the first, and between each and the next,
+/// nothing but whitespace and Markdown headings. Qwen2.5-Coder 1.5B answers with a plan this way (up to six
+/// fenced calls, then a sentence about what they will do); the sentence after them is no explanation the
+/// calls are examples in, which needs prose before a call. (The loop runs a plan's calls only up to the
+/// first that changes files.)
+fn leading_fenced(found: &[Found], text: &str) -> usize {
+    let mut from = 0;
+    let mut n = 0;
+    for f in found {
+        let gap = text.get(from..f.span.start).unwrap_or("x");
+        if !f.bare || !scan::at(text, f.span.start, "```") || !only_headings(gap) {
+            break;
+        }
+        n += 1;
+        from = f.span.end;
+    }
+    n
 }
 
 /// Whether `span` is unfenced and alone on its lines: around it on its lines only spaces, tabs and markup

@@ -1603,6 +1603,67 @@ async fn calls_recovered_from_text_stop_at_the_first_change_and_a_blind_submit_i
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planned_submit_after_a_failing_test_run_is_not_run() {
+    // Qwen2.5-Coder 1.5B on py-median-empty, turn 1: list_files, a run_tests of a name pytest cannot find,
+    // then submit GO, all fenced, with no file changed. The submit used to run blind and the repair turn
+    // that followed was spent on "nothing to verify".
+    let repo = calc_repo();
+    let fenced = |name: &str, args: Value| {
+        format!(
+            "```json\n{}\n```",
+            serde_json::to_string_pretty(&json!({"name": name, "arguments": args})).unwrap()
+        )
+    };
+    let plan = [
+        fenced("list_files", json!({"glob": "*.py"})),
+        fenced("run_tests", json!({"selector": "test_no_such_name"})),
+        fenced("submit", json!({"verdict": "GO", "summary": "done"})),
+    ]
+    .join("\n\n");
+    let lone_submit = [
+        fenced("list_files", json!({})),
+        fenced("submit", json!({"verdict": "GO", "summary": "done"})),
+    ]
+    .join("\n\n");
+    let model = Model::start(vec![
+        text(&format!("{plan}\n\nThis approach fixes the issue.")),
+        text(&lone_submit),
+        call(3, "submit", json!({"verdict": "NO-GO", "summary": "x"})),
+    ])
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "failing plan"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let first = tool_results(&requests[1]);
+    let names: Vec<&str> = first.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["list_files", "run_tests", "submit"],
+        "{first:?} {}",
+        explain(&run)
+    );
+    assert!(first[0].1.contains("calc.py"), "{first:?}");
+    assert!(!first[1].1.starts_with("Not run"), "{first:?}");
+    assert!(
+        first[2].1.starts_with("Not run: wait for the result"),
+        "{first:?}"
+    );
+    // A submit after a call that succeeded is held too: it was written before that call's result.
+    let second = tool_results(&requests[2]);
+    assert!(
+        second
+            .last()
+            .is_some_and(|(n, r)| n == "submit" && r.starts_with("Not run: wait")),
+        "{second:?}"
+    );
+    let r = report(&repo, "failing-plan");
+    assert_eq!(
+        json!([r["status"], r["claimed"], r["commit"]]),
+        json!(["no-go", "NO-GO", null])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_calls_in_one_reply_all_run_as_before() {
     let repo = calc_repo();
     let model = Model::start(vec![

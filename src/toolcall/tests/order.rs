@@ -427,7 +427,27 @@ fn fenced_calls_under_markdown_headings_are_calls_in_order() {
             "### Tools Call\n\n\n\n### Tools Call",
         )
     );
-    // A sentence between them still makes the first an example.
-    let text = "```json\n{\"name\": \"list_files\", \"arguments\": {\"path\": \"src\"}}\n```\nThis would list them; instead:\n```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/lib.rs\"}}\n```\n";
+    // A sentence between two calls makes the first an example when prose comes before it too.
+    let text = "I could list them:\n```json\n{\"name\": \"list_files\", \"arguments\": {\"path\": \"src\"}}\n```\nThis would list them; instead:\n```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/lib.rs\"}}\n```\n";
     assert_eq!(content(text)["calls"].as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn fenced_calls_that_open_the_reply_are_calls_whatever_prose_follows() {
+    // Qwen2.5-Coder 1.5B on py-median-empty, turn 2, shortened: a plan of fenced calls, one of them not
+    // valid JSON (a raw `\"\"\"` in a string), then a sentence about the plan. Before, the sentence made every
+    // call an example and the reply ran nothing.
+    let edit = "```json\n{\n    \"name\": \"edit\",\n    \"arguments\": {\n        \"old_string\": \"a\",\n        \"new_string\": \"b\",\n        \"path\": \"stats.py\"\n    }\n}\n```";
+    let broken = "```json\n{\"name\": \"write_file\", \"arguments\": {\"content\": \"def f():\\n    \"\"\"Doc.\"\"\"\\n\", \"path\": \"stats.py\"}}\n```";
+    let run = "```json\n{\"name\": \"run_tests\", \"arguments\": {}}\n```";
+    let text = format!(
+        "{edit}\n\n{broken}\n\n{run}\n\nThis approach ensures that the repository contains a change that resolves it."
+    );
+    assert_eq!(
+        content(&text)["calls"],
+        json!([{"name": "edit", "arguments": {"old_string": "a", "new_string": "b", "path": "stats.py"}}])
+    );
+    // A run of them, the first under a heading, with the sentence after the last.
+    let plan = format!("### Step 1\n\n{edit}\n\n{run}\n\nThis fixes the issue.");
+    assert_eq!(content(&plan)["calls"].as_array().map(Vec::len), Some(2));
 }

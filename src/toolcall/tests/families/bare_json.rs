@@ -204,3 +204,16 @@ fn a_constrained_reply_is_one_call() {
         )
     );
 }
+
+#[test]
+fn a_call_with_its_arguments_first_is_taken() {
+    // A serializer that sorts keys (serde_json, Python's sort_keys) writes `arguments` before `name`.
+    let text = "```json\n{\n  \"arguments\": {\n    \"path\": \"a.rs\"\n  },\n  \"name\": \"read_file\"\n}\n```";
+    assert_eq!(
+        content(text)["calls"],
+        json!([{"name": "read_file", "arguments": {"path": "a.rs"}}])
+    );
+    // An object whose `arguments` names no tool is no call.
+    let other = "{\"arguments\": {\"path\": \"a.rs\"}, \"kind\": \"read\"}";
+    assert_eq!(content(other)["calls"], json!([]));
+}
