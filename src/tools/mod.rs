@@ -24,6 +24,7 @@ mod args;
 mod definitions;
 mod edit;
 mod list_files;
+mod merge;
 mod overview;
 mod read_file;
 mod registry;

@@ -116,6 +116,7 @@ fn write(ws: &Workspace, args: Args) -> Result<String, String> {
     let mut content = content.to_string();
     let mut note = "";
     let mut before = None;
+    let mut merged = None;
     if existing.is_some() {
         let old = fs::read(&path.abs).unwrap_or_default();
         if !looks_binary(&old) {
@@ -129,6 +130,13 @@ fn write(ws: &Workspace, args: Args) -> Result<String, String> {
                 return Ok(format!(
                     "Unchanged: `{rel}` already has this content; nothing was written."
                 ));
+            }
+            // Part of the file, its definitions as written: merged into the file, the rest kept.
+            if !super::definitions::removed(rel, &old, &content).is_empty() {
+                if let Some(m) = super::merge::merge(rel, &old, &content) {
+                    content = m.text.clone();
+                    merged = Some(m);
+                }
             }
             let (gone, total) = removed_lines(&old, &content);
             if !ws.was_seen(rel) && total >= MIN_LINES && gone as f64 > MOST * total as f64 {
@@ -160,6 +168,9 @@ fn write(ws: &Workspace, args: Args) -> Result<String, String> {
     }
     fs::write(&path.abs, &content).map_err(|err| format!("Cannot write `{rel}`: {err}."))?;
     ws.record(rel);
+    if let Some(m) = merged {
+        return Ok(merged_answer(rel, &m, &content));
+    }
     let action = if existing.is_some() {
         "Replaced"
     } else {
@@ -189,5 +200,31 @@ fn removal_refusal(rel: &str, gone: &[String]) -> String {
          change part of it use edit; to add a test, add it beside the existing ones. Do not delete tests.",
         if shown.len() == 1 { "a definition" } else { "definitions" },
         shown.iter().take(8).cloned().collect::<Vec<_>>().join(", ")
+    )
+}
+
+/// The answer to a write merged into the file: what was replaced, added and kept.
+fn merged_answer(rel: &str, m: &super::merge::Merged, content: &str) -> String {
+    let names = |list: &[String]| {
+        let shown: Vec<String> = list.iter().take(8).map(|n| format!("`{n}`")).collect();
+        match list.len() {
+            n if n > 8 => format!("{} and {} more", shown.join(", "), n - 8),
+            _ => shown.join(", "),
+        }
+    };
+    let mut done = Vec::new();
+    if !m.replaced.is_empty() {
+        done.push(format!("replaced {}", names(&m.replaced)));
+    }
+    if !m.added.is_empty() {
+        done.push(format!("added {}", names(&m.added)));
+    }
+    format!(
+        "Merged into {rel} ({}, {}): your content is part of the file, so its definitions went in \
+         ({}) and the ones it left out were kept ({}). To delete a definition, use edit.",
+        plural(content.len(), "byte", "bytes"),
+        plural(line_count(content), "line", "lines"),
+        done.join("; "),
+        names(&m.kept)
     )
 }

@@ -119,15 +119,15 @@ fn writing_the_same_content_says_unchanged_and_records_no_change() {
 
 #[test]
 fn a_rewrite_that_deletes_tests_or_functions_is_refused_with_their_names() {
-    // The 1.5B coder's write over a test module: only its own new test kept.
     let tests = "from stats import mean\n\n\ndef test_mean():\n    assert mean([1, 2]) == 1.5\n\n\ndef test_mean_of_one():\n    assert mean([4]) == 4\n";
     let words = "package words\n\nfunc Count(s string) map[string]int { return nil }\n\nfunc Format(m map[string]int) string { return \"\" }\n";
     let f = fixture(&[("tests/test_stats.py", tests), ("words.go", words)]);
     f.ok("read_file", json!({"path": "tests/test_stats.py"}));
     f.ok("read_file", json!({"path": "words.go"}));
+    // A test module that is a script: a statement at the top is no part of a file, so nothing merges.
     let out = f.err(
         "write_file",
-        json!({"path": "tests/test_stats.py", "content": "import pytest\n\n\ndef test_median():\n    assert median([3, 1, 2]) == 2\n"}),
+        json!({"path": "tests/test_stats.py", "content": "def test_median():\n    assert median([3, 1, 2]) == 2\n\n\ntest_median()\n"}),
     );
     assert_eq!(
         out,
@@ -150,4 +150,26 @@ fn a_rewrite_that_deletes_tests_or_functions_is_refused_with_their_names() {
         json!({"path": "tests/test_stats.py", "content": more}),
     );
     assert_eq!(f.read("tests/test_stats.py"), more);
+}
+
+#[test]
+fn a_write_of_part_of_a_file_merges_its_definitions_and_keeps_the_rest() {
+    // The 1.5B coder's write over a test module: only its own new test, and the imports it needs.
+    let tests = "from stats import mean\n\n\ndef test_mean():\n    assert mean([1, 2]) == 1.5\n";
+    let f = fixture(&[("tests/test_stats.py", tests)]);
+    let out = f.ok(
+        "write_file",
+        json!({"path": "tests/test_stats.py", "content": "import pytest\nfrom stats import median\n\n\ndef test_median_empty():\n    with pytest.raises(ValueError):\n        median([])\n"}),
+    );
+    assert_eq!(
+        out,
+        "Merged into tests/test_stats.py (194 bytes, 12 lines): your content is part of the file, so its \
+         definitions went in (added `test_median_empty`) and the ones it left out were kept (`test_mean`). \
+         To delete a definition, use edit."
+    );
+    assert_eq!(
+        f.read("tests/test_stats.py"),
+        "from stats import mean\nimport pytest\nfrom stats import median\n\n\ndef test_mean():\n    assert mean([1, 2]) == 1.5\n\n\ndef test_median_empty():\n    with pytest.raises(ValueError):\n        median([])\n"
+    );
+    assert!(f.workspace.changed().paths.contains("tests/test_stats.py"));
 }
