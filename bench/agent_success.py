@@ -384,7 +384,8 @@ def run_vouch(name, d, proxy, a):
         shutil.copytree(probes, os.path.join(d, "cache", "probe"), dirs_exist_ok=True)
     cmd = ["nice", "-n", "19", VOUCH, "run", "--task", os.path.join(TASKS, name + ".md"), "--repo", repo,
            "--endpoint", proxy.url, "--max-turns", str(a.turns), "--wall-time", f"{a.wall}s",
-           "--max-tokens", str(a.max_tokens), "--author", "Agent <agent@example.com>", "--json", report_path]
+           "--max-tokens", str(a.max_tokens), "--author", "Agent <agent@example.com>", "--json", report_path,
+           "--strategy", a.strategy]
     code, wall, killed = run_proc(cmd, d, env, os.path.join(d, "vouch.log"), a.wall + a.grace)
     if os.path.isdir(os.path.join(d, "cache", "probe")):
         shutil.copytree(os.path.join(d, "cache", "probe"), probes, dirs_exist_ok=True)
@@ -475,6 +476,7 @@ def run(a):
             else:
                 solved, verdict, bite, reasons = False, "no change", None, []
             res.update(task=name, harness=harness, solved=solved, gate=verdict, bite=bite,
+                       strategy=a.strategy if harness == "vouch" else None,
                        reasons=reasons[:3], dir=d, total_s=round(time.time() - t0, 1),
                        finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
             data["runs"].append(res)
@@ -556,6 +558,8 @@ def main():
     r.add_argument("--model", choices=["qwen-0.5b", "qwen-1.5b"], required=True)
     r.add_argument("--tasks")
     r.add_argument("--harness", default="vouch,mini")
+    r.add_argument("--strategy", choices=["tools", "guided"], default="tools",
+                   help="vouch run --strategy: the model drives tools, or vouch asks for code")
     r.add_argument("--json")
     r.add_argument("--resume", action="store_true")
     r.add_argument("--markdown", action="store_true")

@@ -13,6 +13,7 @@
 //! texts, `transcript.rs` and `report.rs` write the records.
 
 pub mod elide;
+mod guided;
 pub mod limits;
 mod next_step;
 pub mod prompt;
@@ -94,9 +95,34 @@ pub struct Config {
     pub shell: Option<Duration>,
     /// The gate's cache root.
     pub cache: PathBuf,
+    /// How the model works: through tools, or guided (asked for code, the harness does the rest).
+    pub strategy: Strategy,
     /// The gate's checks (`--strict-baseline`, `--no-bite`, `--deny`, ...). Each gating sets the repository,
     /// revisions, profile, claim, cache and workspaces itself, and adds the task's scope to `allow`.
     pub gate: crate::gate::Options,
+}
+
+/// How a run has the model work.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// The model drives: it calls read_file, edit, run_tests, submit and the rest.
+    #[default]
+    Tools,
+    /// The harness drives: it shows the code, asks for the fixed function and then a test as code
+    /// blocks, writes them into their files, runs the tests and the gate, and sends back what failed.
+    /// For small models that cannot drive tools.
+    Guided,
 }
 
 /// Runs the task to a status. `Err` means the run could not start (bad repository, existing workspace,
@@ -253,7 +279,29 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
             rel
         ));
     }
-    let messages = if resumed.messages.is_empty() {
+    let guided = (cfg.strategy == Strategy::Guided && resumed.messages.is_empty())
+        .then(|| guided_start(cfg, &workspace, classifier_for(&profile)))
+        .flatten();
+    if cfg.strategy == Strategy::Guided && guided.is_none() {
+        ui.line(
+            "  guided: no source file of a known language to show; the model drives tools instead",
+        );
+    }
+    let messages = if let Some((first, files)) = &guided {
+        ui.line(&format!(
+            "  guided: the model is asked for code; sources {}, tests {}",
+            files.sources.join(", "),
+            if files.tests.is_empty() {
+                "in the sources".to_string()
+            } else {
+                files.tests.join(", ")
+            }
+        ));
+        vec![
+            ChatMessage::system(prompt::GUIDED_SYSTEM),
+            ChatMessage::user(first.clone()),
+        ]
+    } else if resumed.messages.is_empty() {
         let mut first = cfg.task.message();
         // The code the task is about, shown at once: a small model edits on its first turn instead of
         // spending turns finding and reading it.
@@ -313,6 +361,7 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         tests_seen: None,
         asked_again: false,
         test_watch,
+        plain: guided.is_some(),
     };
     if matches!(agent.messages.last(), Some(ChatMessage::Assistant { .. })) {
         // The earlier run stopped on a reply without a call: the conversation goes on with a reminder.
@@ -325,7 +374,10 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         agent.last_prompt = agent.last_prompt.max(context + context / 4);
         ui.line("  the last request overflowed the context: eliding old tool outputs before resending it");
     }
-    let (status, stop) = agent.run_loop().await;
+    let (status, stop) = match guided {
+        Some((_, files)) => agent.run_guided(files).await,
+        None => agent.run_loop().await,
+    };
     // The messages added since the last request, so that a resumed run goes on from here.
     agent.log_messages();
     agent.transcript.event(&Event::Stop {
@@ -420,6 +472,60 @@ fn write_report(records: &Records, redactor: &Redactor, report: &RunReport) -> R
     write(&records.report_md(), &redactor.text(&report.markdown()))
 }
 
+fn classifier_for(profile: &Option<Profile>) -> Option<Classifier> {
+    profile
+        .as_ref()
+        .and_then(|p| Classifier::new(&p.paths, &[], &[]).ok())
+}
+
+/// The guided strategy's first message and files: the files the task is about that are code, split into
+/// sources and tests by the profile. None when none is code of a language vouch parses.
+fn guided_start(
+    cfg: &Config,
+    workspace: &Workspace,
+    classifier: Option<Classifier>,
+) -> Option<(String, guided::Files)> {
+    let task = cfg.task.message();
+    let view = crate::tools::overview(workspace, &task, cfg.preload.max(1))?;
+    let mut texts = Vec::new();
+    let mut files = guided::Files {
+        sources: Vec::new(),
+        tests: Vec::new(),
+        focus: String::new(),
+    };
+    for rel in &view.shown {
+        if !guided::is_code(rel) {
+            continue;
+        }
+        let Ok(path) = workspace.resolve(rel) else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(&path.abs) else {
+            continue;
+        };
+        let test = classifier.as_ref().is_some_and(|c| c.is_test(rel))
+            || (!rel.ends_with(".rs") && next_step::has_test_mark(&text));
+        if test {
+            files.tests.push(rel.clone());
+        } else {
+            files.sources.push(rel.clone());
+        }
+        texts.push((rel.clone(), text));
+    }
+    if files.sources.is_empty() {
+        return None;
+    }
+    let sources: Vec<(String, String)> = texts
+        .iter()
+        .filter(|(rel, _)| files.sources.contains(rel))
+        .cloned()
+        .collect();
+    files.focus = guided::focus(&task, &sources);
+    // The tests first and the sources last, nearest the ask: a small model answers with the last code it saw.
+    texts.sort_by_key(|(rel, _)| files.sources.contains(rel));
+    Some((guided::first_message(&task, &texts), files))
+}
+
 /// The profile as the gate would choose it without `--profile`: the repository's own as committed at
 /// base, else the preset detected from base's root files.
 fn profile_at(wt: &Worktree) -> Result<Option<Profile>> {
@@ -486,6 +592,8 @@ struct Agent<'a> {
     asked_again: bool,
     /// Whether the run's changes hold a test, for the reminder to write one.
     test_watch: next_step::TestWatch,
+    /// Requests offer no tools (the guided strategy asks for code).
+    plain: bool,
 }
 
 impl Agent<'_> {
@@ -716,12 +824,15 @@ impl Agent<'_> {
         // Every turn offers the same tools, the forcing phase included: a chat template renders them at the
         // top of the prompt, so another list would make the server's prompt cache useless from the first
         // token on, twice (into the phase and out of it). The phase is enforced when a call is run.
-        let (names, offered): (Vec<&str>, Vec<Value>) = self
-            .registry
-            .names()
-            .into_iter()
-            .zip(self.registry.definitions())
-            .unzip();
+        let (names, offered): (Vec<&str>, Vec<Value>) = if self.plain {
+            (Vec::new(), Vec::new())
+        } else {
+            self.registry
+                .names()
+                .into_iter()
+                .zip(self.registry.definitions())
+                .unzip()
+        };
         self.elide();
         self.log_messages();
         self.sent = self.messages.len();

@@ -27,6 +27,11 @@ static TEST_MARK: LazyLock<Option<Regex>> = LazyLock::new(|| {
     .ok()
 });
 
+/// Whether `text` holds a test function's mark in any of the profiles' languages.
+pub fn has_test_mark(text: &str) -> bool {
+    TEST_MARK.as_ref().is_some_and(|re| re.is_match(text))
+}
+
 /// Whether the run's changes hold a test yet.
 pub struct TestWatch {
     classifier: Option<Classifier>,

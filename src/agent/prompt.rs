@@ -26,6 +26,13 @@ How to work:
 Your change is verified independently after you submit: formatting, lint, the whole test suite, and a check \
 that your new test fails without your fix. Claiming GO does not make a change pass.";
 
+/// The system prompt of a guided run (`--strategy guided`): the model writes code, the harness does the rest.
+pub const GUIDED_SYSTEM: &str = "\
+You are a careful software engineer fixing one issue in a repository. You are shown the issue and the code \
+it is about. Each reply is code in one fenced block, as asked: the corrected function or functions, \
+complete, or a new test function. vouch puts your code into the files, runs the tests and tells you the \
+result. Keep the existing style and names. Never weaken or delete tests.";
+
 /// After a turn without a tool call.
 ///
 /// The example is a real call that always works: small models copy a nudge's wording as a tool name

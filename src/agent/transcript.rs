@@ -155,6 +155,8 @@ pub enum NudgeKind {
     Repair,
     /// Calls of tools that do not exist (read from the text and dropped): what the tools are.
     UnknownTool,
+    /// The guided strategy's ask for the next piece of code.
+    Guided,
 }
 
 /// One tool output an [`Event::Elided`] replaced.

@@ -306,6 +306,7 @@ fn config(
         workspaces,
         fresh: args.fresh,
         resume: args.resume,
+        strategy: args.strategy,
         context: settings.context.filter(|n| *n > 0),
         preload: settings
             .preload

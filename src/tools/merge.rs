@@ -88,6 +88,24 @@ pub(crate) fn merge(rel: &str, old: &str, new: &str) -> Option<Merged> {
     Some(out)
 }
 
+/// Whether every definition `new` holds is in `old` with the same text (whitespace aside): writing it
+/// changes nothing.
+pub(crate) fn same_definitions(rel: &str, old: &str, new: &str) -> bool {
+    let (Some(old_units), Some(new_units)) = (units(rel, old), units(rel, new)) else {
+        return false;
+    };
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let defs: Vec<&Unit> = new_units.iter().filter(|u| u.kind == Kind::Def).collect();
+    !defs.is_empty()
+        && defs.iter().all(|n| {
+            old_units.iter().any(|o| {
+                o.kind == Kind::Def
+                    && o.key == n.key
+                    && squash(&old[o.range.clone()]) == squash(&new[n.range.clone()])
+            })
+        })
+}
+
 impl Merge<'_> {
     /// Merges one level (a file, or a container's body), new members going at `insert_at`; None when the new
     /// level holds something that is not a definition, import or comment, or no definition at all.

@@ -21,10 +21,10 @@
 //! dependency beyond `futures`, which vouch already has.
 
 mod args;
-mod definitions;
+pub(crate) mod definitions;
 mod edit;
 mod list_files;
-mod merge;
+pub(crate) mod merge;
 mod overview;
 mod read_file;
 mod registry;

@@ -2098,3 +2098,86 @@ async fn run_tests_shows_the_command_as_the_model_would_type_it() {
         "$ python3 -m pytest -q -p no:cacheprovider --continue-on-collection-errors test_calc.py"
     );
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// The guided strategy: the model writes code blocks, vouch places them, runs the tests and the gate.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guided_run_takes_a_failing_test_then_the_fix_and_the_gate_verifies_it() {
+    let repo = calc_repo();
+    let before = user_state(&repo);
+    let block = |code: &str| text(&format!("```python\n{code}```"));
+    let model = Model::start(vec![
+        // A test that passes on the buggy code shows nothing: taken out again.
+        block(INERT_TEST),
+        // A test that fails on it: the issue shown. Only the new test, so it merges into test_calc.py.
+        block(NEW_TEST),
+        // The fix: the function alone, merged into calc.py.
+        block("def add(a, b):\n    return a + b\n"),
+    ])
+    .await;
+    let run = vouch_run(
+        &repo,
+        &model,
+        &["--strategy", "guided", "--prompt", "add subtracts"],
+    )
+    .await;
+    let requests = model.finish();
+    assert_eq!(run.code, 0, "{}", explain(&run));
+    // No tools are offered: the model writes code.
+    assert!(
+        requests.iter().all(|r| r.get("tools").is_none()),
+        "{requests:?}"
+    );
+    let last_user = |r: &Value| -> String {
+        let m = r["messages"].as_array().unwrap();
+        m.iter()
+            .rev()
+            .find(|m| m["role"] == "user")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let first = last_user(&requests[0]);
+    assert!(
+        first.contains("calc.py:\n```python\ndef add(a, b):"),
+        "{first}"
+    );
+    assert!(
+        first.contains("because of the issue in `add` (calc.py)"),
+        "{first}"
+    );
+    assert!(
+        last_user(&requests[1]).starts_with("Your test passes on the current code"),
+        "{}",
+        last_user(&requests[1])
+    );
+    let second = last_user(&requests[2]);
+    assert!(
+        second.starts_with("Good: your test fails on the current code"),
+        "{second}"
+    );
+    assert!(second.contains("test_add"), "{second}");
+    let r = report(&repo, "add-subtracts");
+    assert_eq!(
+        json!([
+            r["status"],
+            r["claimed"],
+            r["gate"]["verdict"],
+            r["gate"]["bite"]["status"]
+        ]),
+        json!(["verified", "GO", "pass", "bites"])
+    );
+    let branch = r["branch"].as_str().unwrap();
+    assert_eq!(
+        repo.git(&["show", &format!("{branch}:calc.py")]).trim_end(),
+        FIXED.trim_end()
+    );
+    let tests = repo.git(&["show", &format!("{branch}:test_calc.py")]);
+    assert!(
+        tests.contains("def test_sub():") && tests.contains("def test_add():"),
+        "{tests}"
+    );
+    assert!(!tests.contains("test_add_zero"), "{tests}");
+    assert_untouched(&repo, &before);
+}

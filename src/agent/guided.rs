@@ -1,0 +1,644 @@
+//! The guided strategy (`--strategy guided`): the harness drives, the model writes code.
+//!
+//! A 0.5B or 1.5B coder asked to drive tools copies placeholders (`"old_string": "old string"`), calls
+//! functions of the code as tools, plans six calls before any result and invents their results; asked
+//! "here is the code and the issue, reply with the corrected function", the same model writes the right
+//! fix in one short reply (measured on the benchmark's tasks). So this strategy asks for code, one step at a
+//! time, and does everything else itself:
+//! 1. **Fix**: the task and the text of the files it is about; the reply is the corrected function(s) in a
+//!    fenced block.
+//! 2. Each block goes where its definitions are: a block naming functions of a file is written into that
+//!    file through `write_file` (so its guards hold, and part of a file merges by definition); a block of
+//!    new test functions goes into the test file. The repository's tests run after every change.
+//! 3. **Test**: once the tests pass, a regression test for the test file, as a block.
+//! 4. When the tests pass with a new test, the change is submitted GO and the gate decides, bite check
+//!    included. Every failure (a block that does not apply, failing tests, the gate's reasons) goes back to
+//!    the model, short, with what to send next.
+//!
+//! The turns, wall time, transcript, commit and gate are the tool loop's.
+
+use std::collections::BTreeSet;
+
+use serde_json::json;
+
+use super::next_step::has_test_mark;
+use super::{Agent, Flow, NudgeKind, Status, StopReason};
+use crate::agent::transcript::Event;
+use crate::gate::outcome::Claim;
+use crate::gate::syntax::Lang;
+use crate::tools::{definitions, merge};
+use crate::tools::{Submission, ToolError};
+
+/// What a turn's blocks changed.
+#[derive(Debug, Default)]
+struct Applied {
+    /// A source file changed (not a test file, not only a test in a Rust source).
+    fix: bool,
+    /// The tests it added, by name.
+    tests: Vec<String>,
+    /// The files it wrote and what they held before.
+    undo: Vec<(String, String)>,
+    /// One line for each write, for the commit's summary.
+    done: Vec<String>,
+}
+
+/// The files of the task, split by the profile's test patterns, and their language's fence name.
+pub(super) struct Files {
+    pub sources: Vec<String>,
+    pub tests: Vec<String>,
+    /// Where the task points in the sources, for the ask ([`focus`]).
+    pub focus: String,
+}
+
+/// The fenced code blocks of a reply, in order; an unclosed last fence (the reply hit its token limit)
+/// counts to the end.
+pub(super) fn code_blocks(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if !line.trim_start().starts_with("```") {
+            continue;
+        }
+        let mut body = Vec::new();
+        for l in lines.by_ref() {
+            if l.trim_start().starts_with("```") {
+                break;
+            }
+            body.push(l);
+        }
+        let block = body.join("\n");
+        if !block.trim().is_empty() {
+            out.push(format!("{}\n", block.trim_end()));
+        }
+    }
+    out
+}
+
+/// The fence name of a path's language.
+fn fence(rel: &str) -> &'static str {
+    if rel.ends_with(".rs") {
+        return "rust";
+    }
+    match Lang::of(rel) {
+        Some(Lang::Python) => "python",
+        Some(Lang::Go) => "go",
+        Some(Lang::JavaScript) => "javascript",
+        Some(Lang::TypeScript | Lang::Tsx) => "typescript",
+        None => "",
+    }
+}
+
+/// Whether a path is code of a language the guided strategy can place blocks in.
+pub(super) fn is_code(rel: &str) -> bool {
+    !fence(rel).is_empty()
+}
+
+/// Whether a definition name (as [`definitions::defined`] gives it) is a test.
+fn is_test_name(name: &str) -> bool {
+    let last = name.rsplit(['.', ':']).next().unwrap_or(name);
+    name.starts_with("test ")
+        || last.starts_with("test_")
+        || last.starts_with("Test")
+        || name.starts_with("tests::")
+}
+
+/// Where a block goes: the source file whose definitions it shares most (a fix, perhaps with a Rust
+/// tests module); else, for a block of tests, the test file sharing most names with it, or the first test
+/// file (a Rust source file with its own tests module when there is none); else the first source file.
+pub(super) fn target(
+    block: &str,
+    files: &Files,
+    text_of: impl Fn(&str) -> Option<String>,
+) -> Option<String> {
+    let first = files.sources.first().or(files.tests.first())?;
+    let names = definitions::defined(first, block)?;
+    let best = |among: &[String], tests: bool| -> Option<String> {
+        let mut best: Option<(usize, &String)> = None;
+        for rel in among {
+            let Some(have) = text_of(rel).and_then(|t| definitions::defined(rel, &t)) else {
+                continue;
+            };
+            let shared = names
+                .iter()
+                .filter(|n| tests || !is_test_name(n))
+                .filter(|n| have.contains(*n))
+                .count();
+            if shared > 0 && best.is_none_or(|(n, _)| shared > n) {
+                best = Some((shared, rel));
+            }
+        }
+        best.map(|(_, rel)| rel.clone())
+    };
+    if let Some(rel) = best(&files.sources, false) {
+        return Some(rel);
+    }
+    if has_test_mark(block) {
+        if let Some(rel) = best(&files.tests, true).or(files.tests.first().cloned()) {
+            return Some(rel);
+        }
+    }
+    files.sources.first().or(files.tests.first()).cloned()
+}
+
+/// The first message: the task and the files' text in fences (no line numbers: a small model copies
+/// them into its code).
+pub(super) fn first_message(task: &str, files: &[(String, String)]) -> String {
+    let mut out = task.trim_end().to_string();
+    out.push_str("\n\nThe code the task is about:\n");
+    for (rel, text) in files {
+        out.push_str(&format!(
+            "\n{rel}:\n```{}\n{}\n```\n",
+            fence(rel),
+            text.trim_end()
+        ));
+    }
+    out
+}
+
+fn ask_fix(lang: &str, focus: &str) -> String {
+    format!(
+        "Fix the issue{focus}. Reply with the corrected function or functions, complete, in one ```{lang} \
+         block, and nothing else."
+    )
+}
+
+/// The definitions of the sources that the task names (`median` in "`median([])` raises"), as
+/// " in `median` (stats.py)"; empty when it names none.
+pub(super) fn focus(task: &str, sources: &[(String, String)]) -> String {
+    let words: Vec<&str> = task
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| w.len() > 2)
+        .collect();
+    // The definitions named most often: "median of no values ... `median([])` ... as `mean([])` raises"
+    // is about median.
+    let mut named: Vec<(usize, String)> = Vec::new();
+    for (rel, text) in sources {
+        let Some(defs) = definitions::defined(rel, text) else {
+            continue;
+        };
+        for d in defs {
+            let last = d.rsplit(['.', ':']).next().unwrap_or(&d);
+            let count = words.iter().filter(|w| **w == last).count();
+            if count > 0 && !is_test_name(&d) {
+                named.push((count, format!("`{d}` ({rel})")));
+            }
+        }
+    }
+    let most = named.iter().map(|(n, _)| *n).max().unwrap_or(0);
+    named.retain(|(n, _)| *n == most);
+    match named.len() {
+        0 => String::new(),
+        n if n > 3 => String::new(),
+        _ => format!(
+            " in {}",
+            named
+                .into_iter()
+                .map(|(_, s)| s)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+fn ask_repro(test_file: &str, lang: &str, focus: &str) -> String {
+    format!(
+        "First show the issue with a test. Write one new test function for `{test_file}` that fails on the \
+         current code because of the issue{focus}: call the code the way the issue describes and assert what \
+         the issue says should happen. Reply with the new test function alone (and any import it needs), \
+         in one ```{lang} block, and nothing else."
+    )
+}
+
+fn ask_test(test_file: &str, lang: &str) -> String {
+    format!(
+        "The tests pass with your change. Now write one new test function for `{test_file}` that fails \
+         on the old code and passes with your fix: the issue's symptom as an assertion. Reply with the new \
+         test function alone (and any import it needs), in one ```{lang} block, and nothing else."
+    )
+}
+
+/// The end of a test run's output a small model can read: its last lines, where runners put failures.
+fn short_output(text: &str) -> String {
+    const MAX: usize = 1500;
+    if text.len() <= MAX {
+        return text.trim_end().to_string();
+    }
+    let mut start = text.len() - MAX;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("…{}", text[start..].trim_end())
+}
+
+impl Agent<'_> {
+    /// The guided run: a failing test first, then the fix, then the gate; until the gate passes a change
+    /// or the limits stop it.
+    pub(super) async fn run_guided(&mut self, files: Files) -> (Status, StopReason) {
+        let lang = files
+            .sources
+            .iter()
+            .chain(&files.tests)
+            .map(|f| fence(f))
+            .find(|f| !f.is_empty())
+            .unwrap_or("");
+        let test_file = files
+            .tests
+            .first()
+            .or(files.sources.first())
+            .cloned()
+            .unwrap_or_default();
+        let mut added_tests: BTreeSet<String> = BTreeSet::new();
+        // A test of the run fails on the code as it was: the issue is shown, the fix comes next.
+        let mut reproduced = false;
+        // A fix is in and the tests passed with it before any test was written.
+        let mut fixed_first = false;
+        let mut done: Vec<String> = Vec::new();
+        let ask = |reproduced: bool, fixed_first: bool| {
+            if reproduced {
+                ask_fix(lang, &files.focus)
+            } else if fixed_first {
+                ask_test(&test_file, lang)
+            } else {
+                ask_repro(&test_file, lang, &files.focus)
+            }
+        };
+        self.nudge(NudgeKind::Guided, &ask(false, false));
+        loop {
+            if self.cancel.is_cancelled() {
+                return (self.unfinished(), StopReason::Cancelled);
+            }
+            if self.limit.is_cancelled() {
+                return (self.unfinished(), StopReason::WallTime);
+            }
+            if let Some(stop) = self.rails.budget(self.used()) {
+                return (self.unfinished(), stop);
+            }
+            self.turns += 1;
+            let turn = match self.turn().await {
+                Ok(turn) => turn,
+                Err(stop) => return (self.unfinished_or_error(stop), stop),
+            };
+            self.messages.push(crate::model::ChatMessage::assistant(
+                turn.content.clone(),
+                Vec::new(),
+            ));
+            let blocks = code_blocks(&turn.content);
+            if blocks.is_empty() {
+                let again = ask(reproduced, fixed_first);
+                self.nudge(
+                    NudgeKind::Guided,
+                    &format!("Your reply had no ```{lang} block. {again}"),
+                );
+                continue;
+            }
+            let applied = match self.apply_blocks(&blocks, &files).await {
+                Ok(applied) => applied,
+                Err(why) => {
+                    let again = ask(reproduced, fixed_first);
+                    self.nudge(NudgeKind::Guided, &format!("Not applied: {why}\n\n{again}"));
+                    continue;
+                }
+            };
+            let (passed, output) = self
+                .guided_call("run_tests", &json!({}), blocks.len())
+                .await;
+            let new_test = applied.tests.iter().any(|t| !added_tests.contains(t));
+            if !reproduced && !fixed_first {
+                if !applied.fix && new_test && !passed {
+                    // The issue shown by a failing test: now the fix, with the failure to go on.
+                    reproduced = true;
+                    added_tests.extend(applied.tests.iter().cloned());
+                    done.extend(applied.done);
+                    self.nudge(
+                        NudgeKind::Guided,
+                        &format!(
+                            "Good: your test fails on the current code, so it shows the issue:\n{}\n\n{}",
+                            short_output(&output),
+                            ask(true, false)
+                        ),
+                    );
+                    continue;
+                }
+                if applied.fix && passed && applied.tests.is_empty() {
+                    // A fix first that keeps the tests passing: a test for it comes next.
+                    fixed_first = true;
+                    done.extend(applied.done);
+                    self.nudge(NudgeKind::Guided, &ask(false, true));
+                    continue;
+                }
+                if !(applied.fix && passed) {
+                    self.undo(&applied.undo);
+                    let why = if passed {
+                        "Your test passes on the current code, so it does not show the issue; vouch took it \
+                         out again. Write a test that fails on the current code: call the code the way the \
+                         issue describes and assert what the issue says should happen."
+                            .to_string()
+                    } else {
+                        format!(
+                            "With your change the tests fail, so vouch undid it:\n{}",
+                            short_output(&output)
+                        )
+                    };
+                    self.nudge(
+                        NudgeKind::Guided,
+                        &format!("{why}\n\n{}", ask(false, false)),
+                    );
+                    continue;
+                }
+                // A fix and a test at once, and the tests pass: the bite check below decides.
+            }
+            added_tests.extend(applied.tests.iter().cloned());
+            done.extend(applied.done.iter().cloned());
+            if !passed {
+                if fixed_first && !applied.fix {
+                    // A test after the fix that fails: the test or the fix is wrong.
+                    self.nudge(
+                        NudgeKind::Guided,
+                        &format!(
+                            "With your test the tests fail:\n{}\n\nIf the test is wrong, reply with it \
+                             corrected; if the fix is incomplete, reply with the corrected function. One \
+                             ```{lang} block, and nothing else.",
+                            short_output(&output)
+                        ),
+                    );
+                } else {
+                    self.nudge(
+                        NudgeKind::Guided,
+                        &format!(
+                            "The tests still fail:\n{}\n\n{} (If your test is what is wrong, reply with \
+                             the corrected test instead.)",
+                            short_output(&output),
+                            ask_fix(lang, &files.focus)
+                        ),
+                    );
+                }
+                continue;
+            }
+            if added_tests.is_empty() {
+                fixed_first = true;
+                self.nudge(NudgeKind::Guided, &ask(false, true));
+                continue;
+            }
+            if let Some(why) = self.passes_without_fix(&files).await {
+                self.nudge(NudgeKind::Guided, &why);
+                continue;
+            }
+            let summary = format!(
+                "{}\n\nRegression test: {}.",
+                done.join("\n"),
+                added_tests.iter().cloned().collect::<Vec<_>>().join(", ")
+            );
+            match self
+                .settle(Submission {
+                    claim: Claim::Go,
+                    summary,
+                })
+                .await
+            {
+                Flow::Stop(status, stop) => return (status, stop),
+                Flow::Repair | Flow::Continue(_) => {
+                    // The gate's reasons are the last message; what to send follows them.
+                    self.nudge(
+                        NudgeKind::Guided,
+                        &format!(
+                            "Reply with the corrected code (the function, or the test) in one ```{lang} \
+                             block, and nothing else."
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Writes each block into its file. Err(why) for the first that does not apply, its file left as it
+    /// was (the blocks before it stay), or when nothing changed.
+    async fn apply_blocks(&mut self, blocks: &[String], files: &Files) -> Result<Applied, String> {
+        let mut applied = Applied::default();
+        for (i, block) in blocks.iter().enumerate() {
+            let Some(rel) = target(block, files, |r| self.read_rel(r)) else {
+                return Err("vouch could not tell which file this code belongs in".to_string());
+            };
+            let old = self.read_rel(&rel).unwrap_or_default();
+            // Always by definition: a block that is the whole file keeps what it left out too (a module
+            // docstring, a comment), and a block the file already has changes nothing.
+            let (content, replaced) = match merge::merge(&rel, &old, block) {
+                Some(m) => (m.text, m.replaced),
+                None if merge::same_definitions(&rel, &old, block) => continue,
+                None => (block.clone(), Vec::new()),
+            };
+            let args = json!({"path": rel, "content": content});
+            let (ok, text) = self.guided_call("write_file", &args, i).await;
+            if !ok {
+                return Err(text);
+            }
+            if text.starts_with("Unchanged") {
+                continue;
+            }
+            if !applied.undo.iter().any(|(r, _)| *r == rel) {
+                applied.undo.push((rel.clone(), old.clone()));
+            }
+            let after = definitions::defined(&rel, &content).unwrap_or_default();
+            let before = definitions::defined(&rel, &old).unwrap_or_default();
+            let test_block = has_test_mark(block) || files.tests.contains(&rel);
+            if test_block {
+                let names: Vec<String> = after
+                    .difference(&before)
+                    .map(|n| n.trim_start_matches("test ").to_string())
+                    .collect();
+                if names.is_empty() {
+                    applied.tests.push(format!("a test in {rel}"));
+                }
+                applied.tests.extend(names);
+            }
+            // Code of a source file changed: a block without tests, or one that replaced a function of
+            // the sources beside its tests (a Rust fix with its tests module).
+            applied.fix |= files.sources.contains(&rel)
+                && (!test_block
+                    || replaced
+                        .iter()
+                        .any(|n| !is_test_name(n) && !n.starts_with("mod tests")));
+            applied.done.push(format!("{rel}: {}", first_line(&text)));
+        }
+        if applied.undo.is_empty() {
+            return Err(
+                "your code is what the files have already, so nothing changed. Change the code as asked."
+                    .to_string(),
+            );
+        }
+        Ok(applied)
+    }
+
+    /// Puts files back as they were before a turn's blocks.
+    fn undo(&mut self, undo: &[(String, String)]) {
+        for (rel, text) in undo {
+            if let Ok(path) = self.workspace.resolve(rel) {
+                let _ = std::fs::write(path.abs, text);
+            }
+        }
+    }
+
+    /// The quick bite check before the gate's: with the sources back at base (the new tests kept), the
+    /// tests must fail. Some(what to tell the model) when they pass; None when they fail or it cannot
+    /// tell (the gate decides then).
+    async fn passes_without_fix(&mut self, files: &Files) -> Option<String> {
+        let repo = crate::git::open(&self.wt.repo).ok()?;
+        let changed = self.workspace.changed().paths;
+        let mut saved = Vec::new();
+        for rel in files.sources.iter().filter(|r| changed.contains(*r)) {
+            let now = self.read_rel(rel)?;
+            let base = crate::git::file_text(&repo, self.wt.base, rel)?;
+            if now == base {
+                continue;
+            }
+            let abs = self.workspace.resolve(rel).ok()?.abs;
+            saved.push((abs, now, base));
+        }
+        if saved.is_empty() {
+            return Some(
+                "Your change does not touch the code the issue is about. Fix the issue in the code: reply \
+                 with the corrected function."
+                    .to_string(),
+            );
+        }
+        let mut swapped = Vec::new();
+        for (abs, _, base) in &saved {
+            if std::fs::write(abs, base).is_ok() {
+                swapped.push(abs.clone());
+            }
+        }
+        let mut submitted = None;
+        let result = self.call("run_tests", &json!({}), &mut submitted).await;
+        for (abs, now, _) in &saved {
+            if std::fs::write(abs, now).is_err() {
+                // The fix could not be put back: the gate would judge the base text; stop here.
+                return None;
+            }
+        }
+        let passed = result.is_ok();
+        self.transcript.event(&Event::Tool {
+            turn: self.turns,
+            id: format!("guided_{}_bite", self.turns),
+            name: "run_tests".to_string(),
+            arguments: json!({"without_fix": true}),
+            ok: passed,
+            result: if passed {
+                "the tests pass without the fix".to_string()
+            } else {
+                "the tests fail without the fix".to_string()
+            },
+        });
+        self.ui.line(&format!(
+            "  turn {}: the tests {} without the fix",
+            self.turns,
+            if passed { "pass" } else { "fail" }
+        ));
+        passed.then(|| {
+            "Your new test passes on the old code too (vouch ran it without your fix), so it does not \
+             test the issue. Write a test that fails on the old code: call the function the way the issue \
+             describes and assert what the issue says it should do. Reply with that test function alone in \
+             one code block."
+                .to_string()
+        })
+    }
+
+    /// A file of the worktree as text, if it is one.
+    fn read_rel(&self, rel: &str) -> Option<String> {
+        let path = self.workspace.resolve(rel).ok()?;
+        std::fs::read_to_string(path.abs).ok()
+    }
+
+    /// Runs one tool for the harness, recorded as the model's calls are; (ok, result).
+    async fn guided_call(
+        &mut self,
+        name: &str,
+        args: &serde_json::Value,
+        i: usize,
+    ) -> (bool, String) {
+        let mut submitted = None;
+        let (ok, text) = match self.call(name, args, &mut submitted).await {
+            Ok(text) => (true, text),
+            Err(ToolError::Failed(text)) => (false, text),
+            Err(ToolError::Infrastructure(e)) => (false, format!("{name} failed: {e:#}")),
+        };
+        let text = self.redactor.text(&text);
+        self.transcript.event(&Event::Tool {
+            turn: self.turns,
+            id: format!("guided_{}_{i}", self.turns),
+            name: name.to_string(),
+            arguments: args.clone(),
+            ok,
+            result: text.clone(),
+        });
+        self.ui.line(&format!(
+            "  turn {}: {name} {}: {}",
+            self.turns,
+            args.get("path").and_then(|p| p.as_str()).unwrap_or(""),
+            first_line(&text)
+        ));
+        (ok, text)
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    let line = text.lines().next().unwrap_or("");
+    match line.char_indices().nth(160) {
+        Some((i, _)) => &line[..i],
+        None => line,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fenced_blocks_are_read_in_order_and_an_unclosed_one_to_the_end() {
+        let text = "Here:\n```python\ndef f():\n    return 1\n```\ntext\n```\ndef g():\n    pass\n";
+        assert_eq!(
+            code_blocks(text),
+            ["def f():\n    return 1\n", "def g():\n    pass\n"]
+        );
+        assert!(code_blocks("no code").is_empty());
+    }
+
+    #[test]
+    fn a_block_goes_to_the_file_whose_definitions_it_shares() {
+        let files = Files {
+            sources: vec!["stats.py".into(), "report.py".into()],
+            tests: vec!["tests/test_stats.py".into()],
+            focus: String::new(),
+        };
+        let texts = |rel: &str| -> Option<String> {
+            Some(
+                match rel {
+                    "stats.py" => "def mean(v):\n    return 1\n\n\ndef median(v):\n    return 2\n",
+                    "report.py" => "def render(v):\n    return ''\n",
+                    "tests/test_stats.py" => {
+                        "from stats import mean\n\n\ndef test_mean():\n    assert mean([1]) == 1\n"
+                    }
+                    _ => return None,
+                }
+                .to_string(),
+            )
+        };
+        let fix =
+            "def median(v):\n    if not v:\n        raise ValueError('empty')\n    return 2\n";
+        assert_eq!(target(fix, &files, texts).as_deref(), Some("stats.py"));
+        let test = "import pytest\n\n\ndef test_median_empty():\n    with pytest.raises(ValueError):\n        median([])\n";
+        assert_eq!(
+            target(test, &files, texts).as_deref(),
+            Some("tests/test_stats.py")
+        );
+        // A test written again replaces its own.
+        let again = "def test_mean():\n    assert mean([2]) == 2\n";
+        assert_eq!(
+            target(again, &files, texts).as_deref(),
+            Some("tests/test_stats.py")
+        );
+        // A new helper goes to the first source file.
+        assert_eq!(
+            target("def clamp(x):\n    return x\n", &files, texts).as_deref(),
+            Some("stats.py")
+        );
+    }
+}
