@@ -200,15 +200,6 @@ pub(super) fn focus(task: &str, sources: &[(String, String)]) -> String {
     }
 }
 
-fn ask_repro(test_file: &str, lang: &str, focus: &str) -> String {
-    format!(
-        "First show the issue with a test. Write one new test function for `{test_file}` that fails on the \
-         current code because of the issue{focus}: call the code the way the issue describes and assert what \
-         the issue says should happen. Reply with the new test function alone (and any import it needs), \
-         in one ```{lang} block, and nothing else."
-    )
-}
-
 fn ask_test(test_file: &str, lang: &str) -> String {
     format!(
         "The tests pass with your change. Now write one new test function for `{test_file}` that fails \
@@ -253,13 +244,13 @@ impl Agent<'_> {
         // A fix is in and the tests passed with it before any test was written.
         let mut fixed_first = false;
         let mut done: Vec<String> = Vec::new();
-        let ask = |reproduced: bool, fixed_first: bool| {
-            if reproduced {
-                ask_fix(lang, &files.focus)
-            } else if fixed_first {
+        // The fix first: small coders write a corrected function well, and a test before it they write
+        // for the behaviour the issue reports (`pytest.raises(IndexError)`), which passes and shows nothing.
+        let ask = |_reproduced: bool, fixed_first: bool| {
+            if fixed_first {
                 ask_test(&test_file, lang)
             } else {
-                ask_repro(&test_file, lang, &files.focus)
+                ask_fix(lang, &files.focus)
             }
         };
         self.nudge(NudgeKind::Guided, &ask(false, false));
@@ -330,8 +321,7 @@ impl Agent<'_> {
                     self.undo(&applied.undo);
                     let why = if passed {
                         "Your test passes on the current code, so it does not show the issue; vouch took it \
-                         out again. Write a test that fails on the current code: call the code the way the \
-                         issue describes and assert what the issue says should happen."
+                         out again. First fix the code."
                             .to_string()
                     } else {
                         format!(
@@ -380,6 +370,14 @@ impl Agent<'_> {
                 continue;
             }
             if let Some(why) = self.passes_without_fix(&files).await {
+                // A test that does not bite is taken out again, so that the gate never sees it.
+                if !applied.fix && !applied.tests.is_empty() {
+                    self.undo(&applied.undo);
+                    for t in &applied.tests {
+                        added_tests.remove(t);
+                    }
+                    done.truncate(done.len().saturating_sub(applied.done.len()));
+                }
                 self.nudge(NudgeKind::Guided, &why);
                 continue;
             }
@@ -534,9 +532,9 @@ impl Agent<'_> {
         ));
         passed.then(|| {
             "Your new test passes on the old code too (vouch ran it without your fix), so it does not \
-             test the issue. Write a test that fails on the old code: call the function the way the issue \
-             describes and assert what the issue says it should do. Reply with that test function alone in \
-             one code block."
+             test the issue; vouch took it out again. Write a test that fails on the old code: call the \
+             function the way the issue describes and assert what the issue says it should do. Reply with \
+             that test function alone in one code block."
                 .to_string()
         })
     }

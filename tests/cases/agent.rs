@@ -2103,16 +2103,18 @@ async fn run_tests_shows_the_command_as_the_model_would_type_it() {
 // The guided strategy: the model writes code blocks, vouch places them, runs the tests and the gate.
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_guided_run_takes_a_failing_test_then_the_fix_and_the_gate_verifies_it() {
+async fn a_guided_run_takes_the_fix_then_a_test_that_bites_and_the_gate_verifies_it() {
     let repo = calc_repo();
     let before = user_state(&repo);
     let block = |code: &str| text(&format!("```python\n{code}```"));
     let model = Model::start(vec![
-        // A test that passes on the buggy code shows nothing: taken out again.
+        // A wrong fix the existing tests do not notice: kept, for now.
+        block("def add(a, b):\n    return a * b\n"),
+        // A test that passes on the old code as well: it proves nothing and is taken out.
         block(INERT_TEST),
-        // A test that fails on it: the issue shown. Only the new test, so it merges into test_calc.py.
+        // A test that fails with the wrong fix: the test or the fix is wrong.
         block(NEW_TEST),
-        // The fix: the function alone, merged into calc.py.
+        // The right fix, the function alone, merged into calc.py.
         block("def add(a, b):\n    return a + b\n"),
     ])
     .await;
@@ -2138,26 +2140,35 @@ async fn a_guided_run_takes_a_failing_test_then_the_fix_and_the_gate_verifies_it
             .unwrap_or_default()
             .to_string()
     };
-    let first = last_user(&requests[0]);
+    let asks: Vec<String> = requests.iter().map(last_user).collect();
     assert!(
-        first.contains("calc.py:\n```python\ndef add(a, b):"),
-        "{first}"
-    );
-    assert!(
-        first.contains("because of the issue in `add` (calc.py)"),
-        "{first}"
-    );
-    assert!(
-        last_user(&requests[1]).starts_with("Your test passes on the current code"),
+        asks[0].contains("calc.py:\n```python\ndef add(a, b):"),
         "{}",
-        last_user(&requests[1])
+        asks[0]
     );
-    let second = last_user(&requests[2]);
     assert!(
-        second.starts_with("Good: your test fails on the current code"),
-        "{second}"
+        asks[0].contains("Fix the issue in `add` (calc.py)"),
+        "{}",
+        asks[0]
     );
-    assert!(second.contains("test_add"), "{second}");
+    assert!(
+        asks[1].starts_with(
+            "The tests pass with your change. Now write one new test function for `test_calc.py`"
+        ),
+        "{}",
+        asks[1]
+    );
+    assert!(
+        asks[2].starts_with("Your new test passes on the old code too"),
+        "{}",
+        asks[2]
+    );
+    assert!(
+        asks[3].starts_with("With your test the tests fail"),
+        "{}",
+        asks[3]
+    );
+    assert!(asks[3].contains("test_add"), "{}", asks[3]);
     let r = report(&repo, "add-subtracts");
     assert_eq!(
         json!([
