@@ -714,7 +714,12 @@ impl Agent<'_> {
         let mut broken: Option<String> = None;
         let mut repeated_stop = false;
         let mut warn_repeat = false;
+        // Calls of this reply by name and arguments: a planned call written twice runs once.
+        let mut this_reply: Vec<String> = Vec::new();
         for (index, call) in calls.iter().enumerate() {
+            let key = format!("{}{}", call.name, call.arguments);
+            let twice = this_reply.iter().position(|k| *k == key);
+            this_reply.push(key);
             // Whether the tool itself declined the call; a failing test run is a result, not a refusal.
             let mut refused = false;
             // A planned submit after other calls claims results the model has not seen.
@@ -725,6 +730,8 @@ impl Agent<'_> {
                 (false, "Not run: submit ended the task.".to_string())
             } else if held {
                 (false, prompt::HELD.to_string())
+            } else if let Some(earlier) = twice.filter(|_| recovered) {
+                (false, prompt::same_in_reply(earlier + 1))
             } else if self.limit.is_cancelled() {
                 (false, "Not run: the run's time is up.".to_string())
             } else if self.oversized.contains(&call.id) {

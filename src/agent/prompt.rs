@@ -84,6 +84,12 @@ pub const HELD: &str =
     "Not run: wait for the result of the earlier call. Call this again in your next \
 reply if you still need it.";
 
+/// A call of a text reply that an earlier call of the same reply already made, name and arguments alike:
+/// not run again (Qwen2.5-Coder 1.5B wrote 24 calls in one reply, most of them the same list_files).
+pub fn same_in_reply(earlier: usize) -> String {
+    format!("Not run: the same call as call {earlier} of this reply; its result is above.")
+}
+
 /// The tools the forcing phase allows (all are still offered).
 pub const FORCING_TOOLS: [&str; 3] = ["edit", "write_file", "submit"];
 

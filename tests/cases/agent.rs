@@ -1664,6 +1664,47 @@ async fn a_planned_submit_after_a_failing_test_run_is_not_run() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_written_many_times_in_one_reply_runs_once_and_stops_nothing() {
+    // Qwen2.5-Coder 1.5B on js-sort-numbers, turn 1: 24 calls, most of them the same list_files. The
+    // repeated-call rail took them for a model stuck in a loop and stopped the run on its first turn.
+    let repo = calc_repo();
+    let list = "{\"name\": \"list_files\", \"arguments\": {}}";
+    let read = "{\"name\": \"read_file\", \"arguments\": {\"path\": \"calc.py\"}}";
+    let reply = [list, read, list, list, list, read, list]
+        .iter()
+        .map(|c| format!("```json\n{c}\n```"))
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let model = Model::start(vec![
+        text(&reply),
+        call(2, "submit", json!({"verdict": "NO-GO", "summary": "x"})),
+    ])
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "many lists"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let results = tool_results(&requests[1]);
+    assert_eq!(results.len(), 7, "{results:?}");
+    assert!(results[0].1.contains("calc.py"), "{results:?}");
+    assert!(results[1].1.contains("def add(a, b):"), "{results:?}");
+    for i in [2, 3, 4, 6] {
+        assert_eq!(
+            results[i].1,
+            "Not run: the same call as call 1 of this reply; its result is above."
+        );
+    }
+    assert_eq!(
+        results[5].1,
+        "Not run: the same call as call 2 of this reply; its result is above."
+    );
+    let r = report(&repo, "many-lists");
+    assert_eq!(
+        json!([r["status"], r["stop_reason"], r["claimed"]]),
+        json!(["no-go", "submitted", "NO-GO"])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_calls_in_one_reply_all_run_as_before() {
     let repo = calc_repo();
     let model = Model::start(vec![
