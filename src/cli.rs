@@ -389,6 +389,7 @@ Examples:
   vouch run --task tasks/bug.md --resume --max-turns 80    continue a run that stopped before a verdict
   VOUCH_ENDPOINT=http://gpu:8000 VOUCH_MODEL=qwen3-coder vouch run --task tasks/bug.md --tool-mode constrained
   vouch run --task tasks/bug.md --model qwen-0.5b          no endpoint: vouch serves the 0.5B coder itself
+  vouch run --task tasks/bug.md --strategy guided          a small model writes code, vouch tests it
 
 Without --endpoint, VOUCH_ENDPOINT or an endpoint in your vouch.toml, vouch sets up its local model (`vouch model setup`,
 with progress; cached after) and serves it on a free port for the run only.

@@ -424,6 +424,20 @@ impl Agent<'_> {
                 None if merge::same_definitions(&rel, &old, block) => continue,
                 None => (block.clone(), Vec::new()),
             };
+            // Existing tests stay as they are: a block that rewrites one (the 0.5B dropped an assertion of
+            // `test_mean` that way) is sent back.
+            let rewritten: Vec<&String> = replaced
+                .iter()
+                .filter(|n| is_test_name(n) || n.starts_with("mod tests."))
+                .collect();
+            if !rewritten.is_empty() {
+                let names: Vec<String> = rewritten.iter().map(|n| format!("`{n}`")).collect();
+                return Err(format!(
+                    "your code rewrites the existing test {} in `{rel}`; existing tests stay as they are. \
+                     Write a new test function with a new name",
+                    names.join(", ")
+                ));
+            }
             let args = json!({"path": rel, "content": content});
             let (ok, text) = self.guided_call("write_file", &args, i).await;
             if !ok {

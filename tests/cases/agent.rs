@@ -2151,6 +2151,8 @@ async fn a_guided_run_takes_the_fix_then_a_test_that_bites_and_the_gate_verifies
     let model = Model::start(vec![
         // A wrong fix the existing tests do not notice: kept, for now.
         block("def add(a, b):\n    return a * b\n"),
+        // An existing test rewritten, weaker: sent back, the file kept.
+        block("def test_sub():\n    assert True\n"),
         // A test that passes on the old code as well: it proves nothing and is taken out.
         block(INERT_TEST),
         // A test that fails with the wrong fix: the test or the fix is wrong.
@@ -2200,16 +2202,23 @@ async fn a_guided_run_takes_the_fix_then_a_test_that_bites_and_the_gate_verifies
         asks[1]
     );
     assert!(
-        asks[2].starts_with("Your new test passes on the old code too"),
+        asks[2].starts_with(
+            "Not applied: your code rewrites the existing test `test_sub` in `test_calc.py`"
+        ),
         "{}",
         asks[2]
     );
     assert!(
-        asks[3].starts_with("With your test the tests fail"),
+        asks[3].starts_with("Your new test passes on the old code too"),
         "{}",
         asks[3]
     );
-    assert!(asks[3].contains("test_add"), "{}", asks[3]);
+    assert!(
+        asks[4].starts_with("With your test the tests fail"),
+        "{}",
+        asks[4]
+    );
+    assert!(asks[4].contains("test_add"), "{}", asks[4]);
     let r = report(&repo, "add-subtracts");
     assert_eq!(
         json!([
@@ -2231,5 +2240,6 @@ async fn a_guided_run_takes_the_fix_then_a_test_that_bites_and_the_gate_verifies
         "{tests}"
     );
     assert!(!tests.contains("test_add_zero"), "{tests}");
+    assert!(tests.contains("assert sub(3, 1) == 2"), "{tests}");
     assert_untouched(&repo, &before);
 }
