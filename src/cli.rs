@@ -778,9 +778,10 @@ pub struct RunArgs {
     /// How the model works. `tools`: it drives read_file, edit, run_tests and submit itself. `guided`: vouch
     /// shows the code, asks for the corrected function and then a regression test as code blocks, puts
     /// them into their files, runs the tests and the gate, and sends back what failed; for small models
-    /// (0.5B-3B) that cannot drive tools. The gate decides either way.
-    #[arg(long, value_enum, value_name = "HOW", default_value = "tools")]
-    pub strategy: crate::agent::Strategy,
+    /// (0.5B-3B) that cannot drive tools. The gate decides either way. [default: guided when vouch serves
+    /// one of its own models (no endpoint configured), else tools]
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub strategy: Option<crate::agent::Strategy>,
 
     /// Remove the task's existing worktree and branch vouch/<task-id> first.
     #[arg(long, conflicts_with = "resume")]

@@ -65,6 +65,11 @@ pub fn run(args: RunArgs) -> Result<i32> {
         .overlay(flag_settings(&args));
     let mut cfg = config(&args, task, repo, &settings, timeouts)?;
     let managed = managed_model(&settings);
+    // vouch's own models are 0.5B-1.5B coders: they write code well and drive tools badly.
+    cfg.strategy = args.strategy.unwrap_or(match &managed {
+        Some(ModelChoice::Known(_)) => crate::agent::Strategy::Guided,
+        _ => crate::agent::Strategy::Tools,
+    });
     let ask = probe::first_look::Ask::new(args.no_probe, settings.tool_mode.is_some());
     let ui = Ui::new(args.quiet);
     let report = runtime::block_on(|cancel| async move {
@@ -306,7 +311,7 @@ fn config(
         workspaces,
         fresh: args.fresh,
         resume: args.resume,
-        strategy: args.strategy,
+        strategy: args.strategy.unwrap_or_default(),
         context: settings.context.filter(|n| *n > 0),
         preload: settings
             .preload
