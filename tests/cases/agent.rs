@@ -1872,7 +1872,8 @@ async fn run_tests_that_ran_no_test_is_a_failure_that_says_so() {
 async fn write_file_refuses_tool_calls_and_unread_rewrites_and_says_unchanged_for_the_same_content()
 {
     let repo = calc_repo();
-    let short = "def add(a, b):\n    return a + b\n";
+    // A script, not part of the file: a statement at the top means it does not merge by definition.
+    let short = "def add(a, b):\n    return a + b\n\n\nprint(add(1, 2))\n";
     let model = Model::start(vec![
         call(
             1,
