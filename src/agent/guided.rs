@@ -244,6 +244,9 @@ impl Agent<'_> {
         // A fix is in and the tests passed with it before any test was written.
         let mut fixed_first = false;
         let mut done: Vec<String> = Vec::new();
+        // The code of every reply so far: a small model sends the same wrong code again, turn after turn.
+        let mut replies: Vec<Vec<String>> = Vec::new();
+        let mut repeats = 0u32;
         // The fix first: small coders write a corrected function well, and a test before it they write
         // for the behaviour the issue reports (`pytest.raises(IndexError)`), which passes and shows nothing.
         let ask = |_reproduced: bool, fixed_first: bool| {
@@ -282,6 +285,21 @@ impl Agent<'_> {
                 );
                 continue;
             }
+            if replies.contains(&blocks) {
+                // The same code again: sample the next reply hotter (llama-server's default is 0.8).
+                repeats += 1;
+                self.temperature = Some((0.8 + 0.2 * f64::from(repeats)).min(1.4));
+                let again = ask(reproduced, fixed_first);
+                self.nudge(
+                    NudgeKind::Guided,
+                    &format!(
+                        "You sent this code before, and it did not do: write it differently this time. \
+                         {again}"
+                    ),
+                );
+                continue;
+            }
+            replies.push(blocks.clone());
             let applied = match self.apply_blocks(&blocks, &files).await {
                 Ok(applied) => applied,
                 Err(why) => {

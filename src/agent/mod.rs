@@ -362,6 +362,7 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         asked_again: false,
         test_watch,
         plain: guided.is_some(),
+        temperature: None,
     };
     if matches!(agent.messages.last(), Some(ChatMessage::Assistant { .. })) {
         // The earlier run stopped on a reply without a call: the conversation goes on with a reminder.
@@ -594,6 +595,8 @@ struct Agent<'a> {
     test_watch: next_step::TestWatch,
     /// Requests offer no tools (the guided strategy asks for code).
     plain: bool,
+    /// The next request's temperature, when the loop wants another sample than the last.
+    temperature: Option<f64>,
 }
 
 impl Agent<'_> {
@@ -846,6 +849,7 @@ impl Agent<'_> {
         let req = ChatRequest {
             messages: self.messages.clone(),
             tools: offered,
+            temperature: self.temperature.take(),
         };
         let bytes: usize = req
             .messages

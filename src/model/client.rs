@@ -367,7 +367,7 @@ impl Client {
         if self.cfg.stream {
             obj.insert("stream_options".into(), json!({"include_usage": true}));
         }
-        if let Some(t) = self.cfg.temperature {
+        if let Some(t) = req.temperature.or(self.cfg.temperature) {
             obj.insert("temperature".into(), json!(t));
         }
         if let Some(n) = self.cfg.max_tokens {

@@ -269,6 +269,8 @@ impl ChatMessage {
 pub struct ChatRequest {
     pub messages: Vec<ChatMessage>,
     pub tools: Vec<Value>,
+    /// This request's sampling temperature, over the configured one (a retry after a repeated reply).
+    pub temperature: Option<f64>,
 }
 
 /// Token counts. `cached` is the part of the prompt the server reused from its cache, when it says.

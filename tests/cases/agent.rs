@@ -2156,6 +2156,8 @@ async fn a_guided_run_takes_the_fix_then_a_test_that_bites_and_the_gate_verifies
         block("def test_sub():\n    assert True\n"),
         // A test that passes on the old code as well: it proves nothing and is taken out.
         block(INERT_TEST),
+        // The same again: sent back, and the next reply is sampled hotter.
+        block(INERT_TEST),
         // A test that fails with the wrong fix: the test or the fix is wrong.
         block(NEW_TEST),
         // The right fix, the function alone, merged into calc.py.
@@ -2215,11 +2217,18 @@ async fn a_guided_run_takes_the_fix_then_a_test_that_bites_and_the_gate_verifies
         asks[3]
     );
     assert!(
-        asks[4].starts_with("With your test the tests fail"),
+        asks[4].starts_with("You sent this code before"),
         "{}",
         asks[4]
     );
-    assert!(asks[4].contains("test_add"), "{}", asks[4]);
+    assert_eq!(requests[4]["temperature"], json!(1.0));
+    assert!(requests[3].get("temperature").is_none(), "{}", requests[3]);
+    assert!(
+        asks[5].starts_with("With your test the tests fail"),
+        "{}",
+        asks[5]
+    );
+    assert!(asks[5].contains("test_add"), "{}", asks[5]);
     let r = report(&repo, "add-subtracts");
     assert_eq!(
         json!([

@@ -233,6 +233,7 @@ fn ask(text: &str, tools: Vec<Value>) -> ChatRequest {
             ChatMessage::user(text),
         ],
         tools,
+        temperature: None,
     }
 }
 
@@ -913,6 +914,7 @@ fn seeded_history() -> ChatRequest {
             ChatMessage::user("Now read the file b.go."),
         ],
         tools: tools(),
+        temperature: None,
     }
 }
 
