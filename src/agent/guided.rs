@@ -286,8 +286,15 @@ impl Agent<'_> {
                 continue;
             }
             if replies.contains(&blocks) {
-                // The same code again: sample the next reply hotter (llama-server's default is 0.8).
+                // The same code again: sample the next reply hotter (llama-server's default is 0.8), and
+                // keep the copy out of the history, where a small model copies its own replies from (the
+                // reply was never sent back, so this rewrites nothing the server has cached).
                 repeats += 1;
+                if let Some(crate::model::ChatMessage::Assistant { content, .. }) =
+                    self.messages.last_mut()
+                {
+                    *content = "(the same code as an earlier reply)".to_string();
+                }
                 self.temperature = Some((0.8 + 0.2 * f64::from(repeats)).min(1.4));
                 let again = ask(reproduced, fixed_first);
                 self.nudge(

@@ -2222,6 +2222,12 @@ async fn a_guided_run_takes_the_fix_then_a_test_that_bites_and_the_gate_verifies
         asks[4]
     );
     assert_eq!(requests[4]["temperature"], json!(1.0));
+    // The copy is not in the history the next reply is sampled from.
+    let history = requests[4]["messages"].as_array().unwrap();
+    assert_eq!(
+        history[history.len() - 2]["content"],
+        "(the same code as an earlier reply)"
+    );
     assert!(requests[3].get("temperature").is_none(), "{}", requests[3]);
     assert!(
         asks[5].starts_with("With your test the tests fail"),
