@@ -36,6 +36,9 @@ struct Applied {
     fix: bool,
     /// The tests it added, by name.
     tests: Vec<String>,
+    /// A test went into a source file (a Rust tests module): putting the sources back at base would take
+    /// it out too, so only the gate can check that it bites.
+    tests_in_sources: bool,
     /// The files it wrote and what they held before.
     undo: Vec<(String, String)>,
     /// One line for each write, for the commit's summary.
@@ -247,6 +250,7 @@ impl Agent<'_> {
         // The code of every reply so far: a small model sends the same wrong code again, turn after turn.
         let mut replies: Vec<Vec<String>> = Vec::new();
         let mut repeats = 0u32;
+        let mut tests_in_sources = false;
         // The fix first: small coders write a corrected function well, and a test before it they write
         // for the behaviour the issue reports (`pytest.raises(IndexError)`), which passes and shows nothing.
         let ask = |_reproduced: bool, fixed_first: bool| {
@@ -364,6 +368,7 @@ impl Agent<'_> {
             }
             added_tests.extend(applied.tests.iter().cloned());
             done.extend(applied.done.iter().cloned());
+            tests_in_sources |= applied.tests_in_sources;
             if !passed {
                 if fixed_first && !applied.fix {
                     // A test after the fix that fails: the test or the fix is wrong.
@@ -394,7 +399,12 @@ impl Agent<'_> {
                 self.nudge(NudgeKind::Guided, &ask(false, true));
                 continue;
             }
-            if let Some(why) = self.passes_without_fix(&files).await {
+            let quick = if tests_in_sources {
+                None
+            } else {
+                self.passes_without_fix(&files).await
+            };
+            if let Some(why) = quick {
                 // A test that does not bite is taken out again, so that the gate never sees it.
                 if !applied.fix && !applied.tests.is_empty() {
                     self.undo(&applied.undo);
@@ -477,6 +487,7 @@ impl Agent<'_> {
             let after = definitions::defined(&rel, &content).unwrap_or_default();
             let before = definitions::defined(&rel, &old).unwrap_or_default();
             let test_block = has_test_mark(block) || files.tests.contains(&rel);
+            applied.tests_in_sources |= test_block && files.sources.contains(&rel);
             if test_block {
                 let names: Vec<String> = after
                     .difference(&before)

@@ -2259,3 +2259,55 @@ async fn a_guided_run_takes_the_fix_then_a_test_that_bites_and_the_gate_verifies
     assert!(tests.contains("assert sub(3, 1) == 2"), "{tests}");
     assert_untouched(&repo, &before);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guided_rust_fix_with_a_test_in_the_crates_own_tests_module_is_verified() {
+    // The test goes into `mod tests` of src/lib.rs, the only Rust file: putting the sources back at base
+    // would take the test out with the fix, so the gate's bite check (which keeps tests) decides.
+    let lib = format!(
+        "{CRATE_LIB}\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    #[test]\n    fn abs_of_positive() {{\n        assert_eq!(abs(3), 3);\n    }}\n}}\n"
+    );
+    let repo = Repo::with_files(&[
+        ("Cargo.toml", CRATE_TOML),
+        (".gitignore", "/target\n"),
+        ("src/lib.rs", &lib),
+    ]);
+    let block = |code: &str| text(&format!("```rust\n{code}```"));
+    let model = Model::start(vec![
+        block("pub fn abs(x: i64) -> i64 {\n    if x < 0 {\n        -x\n    } else {\n        x\n    }\n}\n"),
+        block("#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn abs_of_negative_is_positive() {\n        assert_eq!(abs(-3), 3);\n    }\n}\n"),
+    ])
+    .await;
+    let run = vouch_run(
+        &repo,
+        &model,
+        &[
+            "--strategy",
+            "guided",
+            "--prompt",
+            "abs of a negative number is negative",
+        ],
+    )
+    .await;
+    let requests = model.finish();
+    assert_eq!(run.code, 0, "{}", explain(&run));
+    assert_eq!(requests.len(), 2);
+    let r = report(&repo, "abs-of-a-negative-number-is-negative");
+    assert_eq!(
+        json!([
+            r["status"],
+            r["gate"]["verdict"],
+            r["gate"]["bite"]["status"]
+        ]),
+        json!(["verified", "pass", "bites"])
+    );
+    let branch = r["branch"].as_str().unwrap();
+    let lib = repo.git(&["show", &format!("{branch}:src/lib.rs")]);
+    assert!(lib.contains("        -x\n"), "{lib}");
+    assert!(
+        lib.contains("fn abs_of_positive()") && lib.contains("fn abs_of_negative_is_positive()"),
+        "{lib}"
+    );
+    // Merged into the module member by member: one tests module, both tests in it.
+    assert_eq!(lib.matches("mod tests").count(), 1, "{lib}");
+}
