@@ -251,6 +251,8 @@ impl Agent<'_> {
         let mut replies: Vec<Vec<String>> = Vec::new();
         let mut repeats = 0u32;
         let mut tests_in_sources = false;
+        // The messages up to the ask of the step in progress: what a restart goes back to.
+        let mut checkpoint;
         // The fix first: small coders write a corrected function well, and a test before it they write
         // for the behaviour the issue reports (`pytest.raises(IndexError)`), which passes and shows nothing.
         let ask = |_reproduced: bool, fixed_first: bool| {
@@ -261,6 +263,7 @@ impl Agent<'_> {
             }
         };
         self.nudge(NudgeKind::Guided, &ask(false, false));
+        checkpoint = self.messages.len();
         loop {
             if self.cancel.is_cancelled() {
                 return (self.unfinished(), StopReason::Cancelled);
@@ -290,24 +293,13 @@ impl Agent<'_> {
                 continue;
             }
             if replies.contains(&blocks) {
-                // The same code again: sample the next reply hotter (llama-server's default is 0.8), and
-                // keep the copy out of the history, where a small model copies its own replies from (the
-                // reply was never sent back, so this rewrites nothing the server has cached).
+                // The same code again. A small model copies its own replies from the conversation (the
+                // 0.5B sent one test eight times, at temperature 1.4 too, and copied a placeholder put in
+                // its place): go back to the last step that worked, whose request the server has cached,
+                // and sample it hotter (llama-server's default is 0.8).
                 repeats += 1;
-                if let Some(crate::model::ChatMessage::Assistant { content, .. }) =
-                    self.messages.last_mut()
-                {
-                    *content = "(the same code as an earlier reply)".to_string();
-                }
                 self.temperature = Some((0.8 + 0.2 * f64::from(repeats)).min(1.4));
-                let again = ask(reproduced, fixed_first);
-                self.nudge(
-                    NudgeKind::Guided,
-                    &format!(
-                        "You sent this code before, and it did not do: write it differently this time. \
-                         {again}"
-                    ),
-                );
+                self.restart_at(checkpoint);
                 continue;
             }
             replies.push(blocks.clone());
@@ -337,6 +329,7 @@ impl Agent<'_> {
                             ask(true, false)
                         ),
                     );
+                    checkpoint = self.messages.len();
                     continue;
                 }
                 if applied.fix && passed && applied.tests.is_empty() {
@@ -344,6 +337,7 @@ impl Agent<'_> {
                     fixed_first = true;
                     done.extend(applied.done);
                     self.nudge(NudgeKind::Guided, &ask(false, true));
+                    checkpoint = self.messages.len();
                     continue;
                 }
                 if !(applied.fix && passed) {
@@ -397,6 +391,7 @@ impl Agent<'_> {
             if added_tests.is_empty() {
                 fixed_first = true;
                 self.nudge(NudgeKind::Guided, &ask(false, true));
+                checkpoint = self.messages.len();
                 continue;
             }
             let quick = if tests_in_sources {
@@ -438,6 +433,7 @@ impl Agent<'_> {
                              block, and nothing else."
                         ),
                     );
+                    checkpoint = self.messages.len();
                 }
             }
         }
@@ -587,6 +583,27 @@ impl Agent<'_> {
              that test function alone in one code block."
                 .to_string()
         })
+    }
+
+    /// Goes back to the conversation's first `len` messages (a request sent before, so the server has it
+    /// cached); the next turn asks that again. Recorded as a nudge.
+    fn restart_at(&mut self, len: usize) {
+        let dropped = self.messages.len().saturating_sub(len);
+        self.messages.truncate(len);
+        self.sent = self.sent.min(len);
+        self.transcript.event(&Event::Nudge {
+            turn: self.turns,
+            kind: NudgeKind::Guided,
+            text: format!(
+                "(the same code as an earlier reply: back to the last step, {dropped} messages dropped, \
+                 sampled at temperature {:.1})",
+                self.temperature.unwrap_or_default()
+            ),
+        });
+        self.ui.line(&format!(
+            "  turn {}: the same code as an earlier reply; asking the last step again, hotter",
+            self.turns
+        ));
     }
 
     /// A file of the worktree as text, if it is one.
