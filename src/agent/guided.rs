@@ -211,17 +211,18 @@ fn ask_test(test_file: &str, lang: &str) -> String {
     )
 }
 
-/// The end of a test run's output a small model can read: its last lines, where runners put failures.
+/// The start of a test run's result a small model can read: `run_tests` puts the failing tests and the
+/// first error with its location first, the output's tail after them.
 fn short_output(text: &str) -> String {
-    const MAX: usize = 1500;
+    const MAX: usize = 1200;
     if text.len() <= MAX {
         return text.trim_end().to_string();
     }
-    let mut start = text.len() - MAX;
-    while !text.is_char_boundary(start) {
-        start += 1;
+    let mut end = MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
     }
-    format!("…{}", text[start..].trim_end())
+    format!("{}…", text[..end].trim_end())
 }
 
 impl Agent<'_> {
@@ -655,6 +656,21 @@ fn first_line(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_test_result_keeps_its_start_where_the_failures_are() {
+        let text = format!(
+            "Tests failed (exit 1).\nFirst error: boom at a.go:3\n{}",
+            "x".repeat(5000)
+        );
+        let short = short_output(&text);
+        assert!(short.starts_with("Tests failed (exit 1).\nFirst error: boom at a.go:3"));
+        assert!(
+            short.len() < 1300 && short.ends_with('…'),
+            "{}",
+            short.len()
+        );
+    }
 
     #[test]
     fn fenced_blocks_are_read_in_order_and_an_unclosed_one_to_the_end() {
