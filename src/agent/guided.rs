@@ -266,19 +266,9 @@ impl Agent<'_> {
         self.nudge(NudgeKind::Guided, &ask(false, false));
         checkpoint = self.messages.len();
         loop {
-            if self.cancel.is_cancelled() {
-                return (self.unfinished(), StopReason::Cancelled);
-            }
-            if self.limit.is_cancelled() {
-                return (self.unfinished(), StopReason::WallTime);
-            }
-            if let Some(stop) = self.rails.budget(self.used()) {
-                return (self.unfinished(), stop);
-            }
-            self.turns += 1;
-            let turn = match self.turn().await {
+            let turn = match self.next_turn().await {
                 Ok(turn) => turn,
-                Err(stop) => return (self.unfinished_or_error(stop), stop),
+                Err(end) => return end,
             };
             self.messages.push(crate::model::ChatMessage::assistant(
                 turn.content.clone(),

@@ -602,19 +602,9 @@ struct Agent<'a> {
 impl Agent<'_> {
     async fn run_loop(&mut self) -> (Status, StopReason) {
         loop {
-            if self.cancel.is_cancelled() {
-                return (self.unfinished(), StopReason::Cancelled);
-            }
-            if self.limit.is_cancelled() {
-                return (self.unfinished(), StopReason::WallTime);
-            }
-            if let Some(stop) = self.rails.budget(self.used()) {
-                return (self.unfinished(), stop);
-            }
-            self.turns += 1;
-            let turn = match self.turn().await {
+            let turn = match self.next_turn().await {
                 Ok(turn) => turn,
-                Err(stop) => return (self.unfinished_or_error(stop), stop),
+                Err(end) => return end,
             };
             // An empty reply (the model ended its turn at once, as small models do after a tool result) is
             // asked for again once, with the same messages: the server has them cached, and a sampled
@@ -827,6 +817,24 @@ impl Agent<'_> {
         } else {
             self.unfinished()
         }
+    }
+
+    /// The next turn, unless Ctrl-C, the wall time or a budget ends the run first: then `Err` holds the
+    /// run's status and why it stopped. Both strategies' loops start each turn here.
+    async fn next_turn(&mut self) -> Result<ChatTurn, (Status, StopReason)> {
+        if self.cancel.is_cancelled() {
+            return Err((self.unfinished(), StopReason::Cancelled));
+        }
+        if self.limit.is_cancelled() {
+            return Err((self.unfinished(), StopReason::WallTime));
+        }
+        if let Some(stop) = self.rails.budget(self.used()) {
+            return Err((self.unfinished(), stop));
+        }
+        self.turns += 1;
+        self.turn()
+            .await
+            .map_err(|stop| (self.unfinished_or_error(stop), stop))
     }
 
     /// One request to the model; `Err` is the reason to stop.

@@ -13,7 +13,7 @@
 
 use std::collections::BTreeSet;
 
-use tree_sitter::{Node, Parser};
+use tree_sitter::Node;
 
 use crate::gate::syntax::{self, Lang};
 
@@ -27,15 +27,9 @@ pub(crate) fn defined(rel: &str, text: &str) -> Option<BTreeSet<String>> {
         return Some(out);
     }
     let lang = Lang::of(rel)?;
-    let mut parser = Parser::new();
-    parser.set_language(&lang.grammar()).ok()?;
-    let tree = parser.parse(text, None)?;
-    let root = tree.root_node();
-    if root.has_error() {
-        return None;
-    }
+    let tree = syntax::parse_clean(lang, text)?;
     let mut out = BTreeSet::new();
-    sitter(root, text.as_bytes(), "", &mut out);
+    sitter(tree.root_node(), text.as_bytes(), "", &mut out);
     if let Some(scan) = syntax::scan(lang, text) {
         out.extend(scan.tests.into_iter().map(|t| format!("test {}", t.key)));
     }

@@ -17,9 +17,9 @@ use std::ops::Range;
 
 use proc_macro2::LineColumn;
 use syn::spanned::Spanned;
-use tree_sitter::{Node, Parser};
+use tree_sitter::Node;
 
-use crate::gate::syntax::Lang;
+use crate::gate::syntax::{self, Lang};
 
 /// What a merge did, by definition name.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -231,14 +231,8 @@ fn units(rel: &str, text: &str) -> Option<Vec<Unit>> {
         return Some(rust_units(&file.items, &lines));
     }
     let lang = Lang::of(rel)?;
-    let mut parser = Parser::new();
-    parser.set_language(&lang.grammar()).ok()?;
-    let tree = parser.parse(text, None)?;
-    let root = tree.root_node();
-    if root.has_error() {
-        return None;
-    }
-    Some(sitter_units(root, text.as_bytes(), lang))
+    let tree = syntax::parse_clean(lang, text)?;
+    Some(sitter_units(tree.root_node(), text.as_bytes(), lang))
 }
 
 fn sitter_units(parent: Node<'_>, src: &[u8], lang: Lang) -> Vec<Unit> {

@@ -8,7 +8,7 @@
 //! Go, JavaScript and TypeScript with their tree-sitter grammars; other files are not checked. A file that
 //! did not parse before is not checked either: the model may be repairing it step by step.
 
-use tree_sitter::{Node, Parser};
+use tree_sitter::Node;
 
 use crate::gate::syntax::Lang;
 
@@ -29,9 +29,7 @@ pub(crate) fn first_error(rel: &str, text: &str) -> Option<SyntaxError> {
         });
     }
     let lang = Lang::of(rel)?;
-    let mut parser = Parser::new();
-    parser.set_language(&lang.grammar()).ok()?;
-    let tree = parser.parse(text, None)?;
+    let tree = crate::gate::syntax::parse(lang, text)?;
     let root = tree.root_node();
     if !root.has_error() {
         return None;

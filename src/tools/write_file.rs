@@ -190,27 +190,28 @@ fn removal_refusal(rel: &str, gone: &[String]) -> String {
         .filter(|n| !n.starts_with("test ") || !gone.contains(&n["test ".len()..].to_string()))
         .map(|n| format!("`{}`", n.strip_prefix("test ").unwrap_or(n)))
         .collect();
-    let more = if shown.len() > 8 {
-        format!(" and {} more", shown.len() - 8)
-    } else {
-        String::new()
-    };
     format!(
-        "Not written: this would delete {} from `{rel}` ({}{more}). write_file replaces the whole file: to \
+        "Not written: this would delete {} from `{rel}` ({}). write_file replaces the whole file: to \
          change part of it use edit; to add a test, add it beside the existing ones. Do not delete tests.",
         if shown.len() == 1 { "a definition" } else { "definitions" },
-        shown.iter().take(8).cloned().collect::<Vec<_>>().join(", ")
+        listed(&shown)
     )
+}
+
+/// Up to eight names, then how many more.
+fn listed(names: &[String]) -> String {
+    let shown = names.iter().take(8).cloned().collect::<Vec<_>>().join(", ");
+    match names.len() {
+        n if n > 8 => format!("{shown} and {} more", n - 8),
+        _ => shown,
+    }
 }
 
 /// The answer to a write merged into the file: what was replaced, added and kept.
 fn merged_answer(rel: &str, m: &super::merge::Merged, content: &str) -> String {
     let names = |list: &[String]| {
-        let shown: Vec<String> = list.iter().take(8).map(|n| format!("`{n}`")).collect();
-        match list.len() {
-            n if n > 8 => format!("{} and {} more", shown.join(", "), n - 8),
-            _ => shown.join(", "),
-        }
+        let quoted: Vec<String> = list.iter().map(|n| format!("`{n}`")).collect();
+        listed(&quoted)
     };
     let mut done = Vec::new();
     if !m.replaced.is_empty() {

@@ -95,10 +95,15 @@ struct Found<'t> {
     extra_skips: usize,
 }
 
-fn parse(lang: Lang, source: &str) -> Option<Tree> {
+pub(crate) fn parse(lang: Lang, source: &str) -> Option<Tree> {
     let mut parser = Parser::new();
     parser.set_language(&lang.grammar()).ok()?;
     parser.parse(source, None)
+}
+
+/// The tree of a source without a syntax error anywhere; None otherwise.
+pub(crate) fn parse_clean(lang: Lang, source: &str) -> Option<Tree> {
+    parse(lang, source).filter(|tree| !tree.root_node().has_error())
 }
 
 /// The tests and the other tokens of a source, or None when it does not parse (a syntax error anywhere:
