@@ -14,6 +14,7 @@ pub mod bite;
 pub mod cargo;
 mod checks;
 pub mod ci;
+pub mod clippy;
 pub mod findings;
 pub mod judge;
 pub mod lint;

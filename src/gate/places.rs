@@ -212,6 +212,21 @@ pub(super) fn seed_dependencies(from: &Path, to: &Path) -> usize {
     linked
 }
 
+/// Links the dependency artifacts of cargo target directory `from` into target directory `to` (a step's
+/// own, see [`clippy`](crate::gate::clippy)), as [`seed_dependencies`] does for a role's caches; the
+/// number of files linked.
+pub(super) fn seed_target(from: &Path, to: &Path) -> usize {
+    profile_dirs(from)
+        .iter()
+        .filter_map(|profile| {
+            Some(seed_profile(
+                profile,
+                &to.join(profile.strip_prefix(from).ok()?),
+            ))
+        })
+        .sum()
+}
+
 /// The profile directories of a cargo target directory: `debug`, `release`, `<triple>/debug`, ...
 fn profile_dirs(target: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

@@ -208,6 +208,12 @@ pub struct Step {
     /// warnings`, so that a lint in a library does not stop its tests and benches from being checked.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fail_on_warnings: bool,
+    /// A `cargo clippy` lint step that reuses the build's dependencies instead of checking them again: the
+    /// build's target directory (placeholders as in `argv`). The step waits for the build step, its own
+    /// target directory (`CARGO_TARGET_DIR` in its `env`) gets that one's dependency artifacts, and clippy
+    /// runs as a build with clippy-driver as the workspace's compiler.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse_build: Option<String>,
     /// Run only if one of these files exists in the tree (else skipped with a note).
     #[serde(default)]
     pub if_exists: Vec<String>,

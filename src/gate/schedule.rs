@@ -130,13 +130,29 @@ impl GateRun<'_> {
             }
         };
         for round in rounds(&kinds) {
-            let checks_fut =
-                futures::future::join_all(round.checks.iter().map(|&idx| run_one(idx)));
+            // A check that reuses the build's output starts once the round's build step is done (or the
+            // chain has ended, whichever way: the sender is dropped with it).
+            let builds = round.chain.iter().any(|&i| all[i].kind == StepKind::Build);
+            let (built, built_rx) = tokio::sync::watch::channel(false);
+            let checks_fut = futures::future::join_all(round.checks.iter().map(|&idx| {
+                let mut built_rx = built_rx.clone();
+                let waits = builds && all[idx].reuse_build.is_some();
+                async move {
+                    if waits {
+                        let _ = built_rx.wait_for(|done| *done).await;
+                    }
+                    run_one(idx).await
+                }
+            }));
             let chain_fut = async {
+                let built = built;
                 let mut out = Vec::new();
                 for &idx in &round.chain {
                     let step = &all[idx];
                     let mut run = run_one(idx).await?;
+                    if step.kind == StepKind::Build {
+                        built.send_replace(true);
+                    }
                     if cancel.is_cancelled() {
                         return Err(VouchError::Interrupted.into());
                     }

@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::VouchError;
+use crate::gate::clippy;
 use crate::gate::outcome::StepStatus;
+use crate::gate::places;
 use crate::gate::profile::{Step, StepKind};
 use crate::gate::pyenv::{self, RoomPython, State};
 use crate::gate::results::{self, RunOutput, TestResult, TestStatus};
@@ -194,6 +196,43 @@ fn file_stem(name: &str) -> String {
         .collect()
 }
 
+/// A `cargo clippy` step with `reuse_build` as it runs: a build with clippy-driver as the workspace wrapper,
+/// its own target directory given the build's dependency artifacts first (see [`clippy`]). None (the step
+/// runs as written) for every other step, and where the reuse would not be safe or possible: the step has no
+/// target directory of its own, a workspace wrapper of its own, or no clippy-driver to run.
+/// The step comes with the environment it adds, as the report shows it.
+fn clippy_on_build(step: &Step, env: &StepEnv, junit: &Path) -> Option<(Step, String)> {
+    let from = step.reuse_build.as_ref()?;
+    let build = clippy::as_build(&step.raw_argv())?;
+    let vars: BTreeMap<String, String> = env.env_for(step, junit).into_iter().collect();
+    if vars.contains_key("RUSTC_WORKSPACE_WRAPPER")
+        || process::find_program("clippy-driver", None, &env.room).is_none()
+    {
+        return None;
+    }
+    let in_room = |p: &str| env.room.join(p);
+    let to = in_room(
+        vars.get("CARGO_TARGET_DIR")
+            .map_or("target", String::as_str),
+    );
+    let from = in_room(&env.expand(from, junit));
+    if to == from {
+        return None;
+    }
+    let linked = places::seed_target(&from, &to);
+    tracing::debug!(
+        "{}: {linked} dependency artifacts linked from {}",
+        step.name,
+        from.display()
+    );
+    let shown_env = build.shown_env();
+    let mut step = step.clone();
+    step.argv = Some(build.argv);
+    step.shell = None;
+    step.env.extend(build.env);
+    Some((step, shown_env))
+}
+
 /// Why a tool is unusable, or None if it is there.
 pub async fn missing_tool(
     step: &Step,
@@ -322,6 +361,8 @@ pub async fn run_step(
         return Ok(run);
     }
     let _ = std::fs::remove_file(&junit);
+    let on_build = clippy_on_build(step, env, &junit);
+    let step = on_build.as_ref().map_or(step, |(s, _)| s);
     let argv = env.argv_for(&step.raw_argv(), &junit);
     let stem = file_stem(&step.name);
     let spec = env.spec(
@@ -332,7 +373,10 @@ pub async fn run_step(
         step.timeout(),
         merge(step),
     );
-    let command = process::quote_argv(&argv);
+    let command = match &on_build {
+        Some((_, shown_env)) => format!("{shown_env} {}", process::quote_argv(&argv)),
+        None => process::quote_argv(&argv),
+    };
     let outcome = match process::run_clean_env(&spec, cancel).await {
         Ok(o) => o,
         Err(e) => {

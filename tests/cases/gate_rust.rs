@@ -120,3 +120,126 @@ fn a_new_failing_rust_test_is_blamed_and_an_old_one_is_not() {
         vec!["legacy@tests/legacy.rs::legacy_is_broken".to_string()]
     );
 }
+
+/// A crate with a registry dependency (memchr, at the version vouch itself builds with, so cargo has it
+/// offline) and a binary that its integration test runs, saying whether clippy compiled it.
+fn finder() -> Repo {
+    Repo::with_files(&[
+        (
+            "Cargo.toml",
+            "[package]\nname = \"finder\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+             [dependencies]\nmemchr = \"=2.8.3\"\n",
+        ),
+        (".gitignore", "/target\n"),
+        (
+            "src/lib.rs",
+            "/// Where `needle` first occurs in `haystack`.\n\
+             pub fn find(haystack: &[u8], needle: u8) -> Option<usize> {\n    \
+             memchr::memrchr(needle, haystack)\n}\n",
+        ),
+        (
+            "src/main.rs",
+            "fn main() {\n    if cfg!(clippy) {\n        println!(\"clippy\");\n    } else {\n        \
+             println!(\"plain\");\n    }\n}\n",
+        ),
+        (
+            "tests/bin.rs",
+            "#[test]\nfn the_binary_is_the_plain_build() {\n    \
+             std::thread::sleep(std::time::Duration::from_secs(2));\n    \
+             let out = std::process::Command::new(env!(\"CARGO_BIN_EXE_finder\"))\n        \
+             .output()\n        .unwrap();\n    \
+             assert_eq!(String::from_utf8_lossy(&out.stdout), \"plain\\n\");\n}\n",
+        ),
+    ])
+}
+
+/// The files under `dir` whose name starts with `prefix` and ends with `suffix`, recursively.
+fn files_named(dir: &std::path::Path, prefix: &str, suffix: &str) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if p.is_dir() {
+            out.extend(files_named(&p, prefix, suffix));
+        } else if name.starts_with(prefix) && name.ends_with(suffix) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn clippy_reuses_the_builds_dependencies_and_the_tests_run_the_plain_binary() {
+    use std::os::unix::fs::MetadataExt;
+    let repo = finder();
+    let lib = std::fs::read_to_string(repo.dir.join("src/lib.rs")).unwrap();
+    repo.write("src/lib.rs", &lib.replace("memrchr", "memchr"));
+    repo.write(
+        "tests/first.rs",
+        "#[test]\nfn finds_the_first() {\n    assert_eq!(finder::find(b\"abca\", b'a'), Some(0));\n}\n",
+    );
+    repo.commit("find the first occurrence");
+    let g = repo.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    assert_eq!(g.step("clippy")["status"], "pass", "{}", g.explain());
+    // Integration tests ran the build's binary while clippy built its own beside them.
+    assert_eq!(g.step("test")["status"], "pass", "{}", g.explain());
+    let command = g.step("clippy")["command"].as_str().unwrap_or_default();
+    assert!(
+        command.starts_with("RUSTC_WORKSPACE_WRAPPER=clippy-driver cargo build --all-targets"),
+        "{command}"
+    );
+    // clippy's target directory holds the build's memchr, the same file: no dependency was compiled again.
+    let rlibs = |dir: &str| -> Vec<u64> {
+        files_named(&repo.cache, "libmemchr-", ".rlib")
+            .iter()
+            .filter(|p| {
+                p.parent()
+                    .is_some_and(|d| d.ends_with(format!("head.cache/{dir}/debug/deps")))
+            })
+            .map(|p| std::fs::metadata(p).unwrap().ino())
+            .collect()
+    };
+    let (built, linted) = (rlibs("target"), rlibs("target-lint"));
+    assert_eq!(
+        built.len(),
+        1,
+        "{:?}",
+        files_named(&repo.cache, "libmemchr-", "")
+    );
+    assert_eq!(linted, built);
+}
+
+#[test]
+fn clippy_run_on_the_build_still_finds_a_new_warning() {
+    let repo = finder();
+    let lib = std::fs::read_to_string(repo.dir.join("src/lib.rs")).unwrap();
+    // `return` at the end of a function: clippy's needless_return, a warning rustc does not give.
+    repo.write(
+        "src/lib.rs",
+        &lib.replace(
+            "    memchr::memrchr(needle, haystack)\n",
+            "    return memchr::memchr(needle, haystack);\n",
+        ),
+    );
+    repo.write(
+        "tests/first.rs",
+        "#[test]\nfn finds_the_first() {\n    assert_eq!(finder::find(b\"abca\", b'a'), Some(0));\n}\n",
+    );
+    repo.commit("find the first occurrence, with a needless return");
+    let g = repo.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.verdict(), "fail", "{}", g.explain());
+    assert_eq!(g.step("clippy")["status"], "fail", "{}", g.explain());
+    assert!(
+        g.step("clippy")["note"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("needless_return"),
+        "{}",
+        g.explain()
+    );
+    assert_eq!(g.step("test")["status"], "pass", "{}", g.explain());
+}
