@@ -16,7 +16,7 @@ use anyhow::Result;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::test_summary::summarize;
+use super::test_summary::{readable, summarize};
 use super::text::cap;
 use super::{object, CallFuture, CallResult, Context, Tool, ToolError};
 use crate::gate::profile::{Profile, Step};
@@ -188,7 +188,8 @@ impl TestRunner {
                 None => "killed by a signal".to_string(),
             }
         };
-        let summary = summarize(&outcome.head_and_tail());
+        let output = outcome.head_and_tail();
+        let summary = summarize(&output);
         // Exit 0 after running no test at all (a selector that matched nothing) proves nothing.
         let none_ran = outcome.success() && summary.ran == Some(0);
         if !outcome.timed_out && !outcome.cancelled {
@@ -222,9 +223,10 @@ impl TestRunner {
                 text.push_str("Output, last part:\n");
             }
         }
-        let tail = self
-            .env
-            .relativize(&cap(&outcome.tail_lines(TAIL_LINES), TAIL_CHARS));
+        let readable = readable(&output);
+        let lines: Vec<&str> = readable.lines().collect();
+        let last = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
+        let tail = self.env.relativize(&cap(&last, TAIL_CHARS));
         text.push_str(&tail);
         Ok(if outcome.success() {
             Ok(text)

@@ -4,7 +4,10 @@
 //!
 //! The reading is a heuristic over the common runners' formats (cargo and rustc, pytest, go test, node's
 //! TAP and mocha-like reporters); what it does not recognise leaves the summary empty and the output tail
-//! is still shown.
+//! is still shown. `go test -json` events are read as the text go prints without `-json` (see
+//! [`readable`]).
+
+use crate::gate::results::go_events_as_text;
 
 /// The failing tests and first error of one run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -25,7 +28,8 @@ const MAX_NAMES: usize = 20;
 
 /// Reads `output`.
 pub fn summarize(output: &str) -> Summary {
-    let lines: Vec<&str> = output.lines().collect();
+    let go_text = go_events_as_text(output);
+    let lines: Vec<&str> = go_text.as_deref().unwrap_or(output).lines().collect();
     let mut failing: Vec<String> = Vec::new();
     let mut push = |name: &str| {
         let name = name.trim();
@@ -51,9 +55,19 @@ pub fn summarize(output: &str) -> Summary {
     }
     failing.truncate(MAX_NAMES);
     Summary {
-        ran: ran(&lines),
+        ran: ran(&output.lines().collect::<Vec<_>>()),
         first_error: first_error(&lines),
         failing,
+    }
+}
+
+/// The output as a model should read it: `go test -json` events as the text `go test` prints without
+/// `-json` (a model reads `--- FAIL: TestPorts` and `ports_test.go:12: got 2`, not escaped JSON); any
+/// other output as it is.
+pub fn readable(output: &str) -> std::borrow::Cow<'_, str> {
+    match go_events_as_text(output) {
+        Some(text) => std::borrow::Cow::Owned(text),
+        None => std::borrow::Cow::Borrowed(output),
     }
 }
 
@@ -229,6 +243,46 @@ mod tests {
             s.first_error.as_deref(),
             Some("./calc.go:4:9: undefined: x")
         );
+    }
+
+    /// `go test -json` output of a failing test, as Go 1.19 prints it (the events of one test).
+    const GO_JSON_FAIL: &str = r#"{"Time":"2026-12-05T03:00:00Z","Action":"run","Package":"ports","Test":"TestParse"}
+{"Time":"2026-12-05T03:00:00Z","Action":"output","Package":"ports","Test":"TestParse","Output":"=== RUN   TestParse\n"}
+{"Time":"2026-12-05T03:00:00Z","Action":"output","Package":"ports","Test":"TestParse","Output":"    ports_test.go:12: Parse(\"80-81\") = [80], want [80 81]\n"}
+{"Time":"2026-12-05T03:00:00Z","Action":"output","Package":"ports","Test":"TestParse","Output":"--- FAIL: TestParse (0.00s)\n"}
+{"Time":"2026-12-05T03:00:00Z","Action":"fail","Package":"ports","Test":"TestParse","Elapsed":0}
+{"Time":"2026-12-05T03:00:00Z","Action":"output","Package":"ports","Output":"FAIL\n"}
+{"Time":"2026-12-05T03:00:00Z","Action":"fail","Package":"ports","Elapsed":0.01}
+"#;
+
+    #[test]
+    fn go_json_events_are_read_as_the_text_go_prints() {
+        let s = summarize(GO_JSON_FAIL);
+        assert_eq!(s.failing, vec!["TestParse"]);
+        assert_eq!(
+            s.first_error.as_deref(),
+            Some("ports_test.go:12: Parse(\"80-81\") = [80], want [80 81]")
+        );
+        assert_eq!(s.ran, None);
+        let text = readable(GO_JSON_FAIL);
+        assert!(
+            text.starts_with("=== RUN   TestParse\n    ports_test.go:12:"),
+            "{text}"
+        );
+        assert!(
+            text.contains("--- FAIL: TestParse (0.00s)\nFAIL\n"),
+            "{text}"
+        );
+        assert!(!text.contains("\"Action\""), "{text}");
+        // Build errors come as plain lines between events and stay.
+        let mixed =
+            "# ports\n./ports.go:3:2: undefined: x\n{\"Action\":\"output\",\"Package\":\"ports\",\
+                     \"Output\":\"FAIL\\tports [build failed]\\n\"}\n";
+        assert_eq!(
+            readable(mixed),
+            "# ports\n./ports.go:3:2: undefined: x\nFAIL\tports [build failed]\n"
+        );
+        assert_eq!(readable("plain\n"), "plain\n");
     }
 
     #[test]

@@ -1878,6 +1878,43 @@ async fn run_tests_that_ran_no_test_is_a_failure_that_says_so() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_go_test_reaches_the_model_by_name_and_as_go_prints_it() {
+    // The go profile runs `go test -json`: the model must get the failing test's name and go's own lines,
+    // not a page of escaped JSON events without a name in the summary.
+    let repo = Repo::with_files(&[
+        ("go.mod", "module ports\n\ngo 1.19\n"),
+        (
+            "ports.go",
+            "package ports\n\n// Count is how many ports the range lo..hi holds.\nfunc Count(lo, hi int) int {\n\treturn hi - lo\n}\n",
+        ),
+        (
+            "ports_test.go",
+            "package ports\n\nimport \"testing\"\n\nfunc TestCount(t *testing.T) {\n\tif got := Count(80, 81); got != 2 {\n\t\tt.Errorf(\"Count(80, 81) = %d, want 2\", got)\n\t}\n}\n",
+        ),
+    ]);
+    let model = Model::start(vec![
+        call(1, "run_tests", json!({})),
+        call(
+            2,
+            "submit",
+            json!({"verdict": "NO-GO", "summary": "looked"}),
+        ),
+    ])
+    .await;
+    let run = vouch_run(&repo, &model, &["--prompt", "count is off by one"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    let result = &tool_results(&requests[1])[0].1;
+    assert!(result.contains("Failing tests: TestCount\n"), "{result}");
+    assert!(
+        result.contains("First error: ports_test.go:7: Count(80, 81) = 1, want 2"),
+        "{result}"
+    );
+    assert!(result.contains("--- FAIL: TestCount ("), "{result}");
+    assert!(!result.contains("\"Action\""), "{result}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_file_refuses_tool_calls_and_unread_rewrites_and_says_unchanged_for_the_same_content()
 {
     let repo = calc_repo();

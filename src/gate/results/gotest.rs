@@ -118,6 +118,28 @@ fn build_failed_line(line: &str) -> Option<&str> {
     (!pkg.is_empty() && !pkg.contains(char::is_whitespace)).then_some(pkg)
 }
 
+/// What `go test` prints without `-json`, from its `-json` events: each event's output in order, other lines
+/// (build errors, printed plain) as they are. None when the output has no events: it is not `-json` output.
+pub fn events_as_text(output: &str) -> Option<String> {
+    let mut any = false;
+    let mut out = String::with_capacity(output.len() / 2);
+    for line in output.lines() {
+        let t = line.trim();
+        if t.starts_with('{') {
+            if let Ok(event) = serde_json::from_str::<Event>(t) {
+                if !event.action.is_empty() {
+                    any = true;
+                    out.push_str(event.output.as_deref().unwrap_or_default());
+                    continue;
+                }
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    any.then_some(out)
+}
+
 pub(super) fn parse(stdout: &str) -> Vec<TestResult> {
     let mut pkgs = Packages::default();
     let mut compiler_output_of: Option<usize> = None;

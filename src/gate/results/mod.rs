@@ -50,6 +50,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
+pub use gotest::events_as_text as go_events_as_text;
 pub use input::{read_lossy, read_output};
 
 mod gotest;
