@@ -15,6 +15,7 @@ pub mod cargo;
 mod checks;
 pub mod ci;
 pub mod clippy;
+pub mod fetch;
 pub mod findings;
 pub mod judge;
 pub mod lint;

@@ -401,6 +401,7 @@ pub(super) fn step_env(prep: &Prepared, room: &Room, places: &Places) -> StepEnv
         sandbox: prep.sandbox.clone(),
         readable: vec![prep.objects.clone()],
         python: crate::gate::pyenv::RoomPython::new(prep.profile.python.clone()),
+        deps: crate::gate::fetch::RoomDeps::new(prep.profile.room.fetch),
     }
 }
 

@@ -66,6 +66,10 @@ pub struct RoomConfig {
     /// Top-level paths kept between runs of a reused room (build output that is not in the cache).
     #[serde(default)]
     pub preserve: Vec<String>,
+    /// Fetch the room's dependencies with this tool before the first step that needs them (steps run
+    /// without the network): `"cargo"`. See [`fetch`](crate::gate::fetch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetch: Option<crate::gate::fetch::FetchTool>,
 }
 
 /// What the bite check requires (used by the bite step).

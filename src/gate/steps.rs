@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::VouchError;
 use crate::gate::clippy;
+use crate::gate::fetch::{Fetched, RoomDeps};
 use crate::gate::outcome::StepStatus;
 use crate::gate::places;
 use crate::gate::profile::{Step, StepKind};
@@ -87,6 +88,8 @@ pub struct StepEnv {
     pub readable: Vec<PathBuf>,
     /// The room's Python environment, made by the first step that needs it ([`pyenv`]).
     pub python: RoomPython,
+    /// The room's dependencies, fetched before the first step that needs them ([`fetch`](crate::gate::fetch)).
+    pub deps: RoomDeps,
 }
 
 impl StepEnv {
@@ -356,6 +359,19 @@ pub async fn run_step(
             env,
             &junit,
             format!("the environment could not be made, nothing was judged: {why}"),
+        );
+        run.report.status = StepStatus::Error;
+        return Ok(run);
+    }
+    if let Some(Fetched::Failed(why)) = env.deps.ensure(step, env, cancel).await {
+        let mut run = skipped(
+            step,
+            env,
+            &junit,
+            format!(
+                "the dependencies could not be fetched, nothing was judged: {why} (the steps run offline; \
+                 fetch them in a checkout with `cargo fetch`, or fix the network, and gate again)"
+            ),
         );
         run.report.status = StepStatus::Error;
         return Ok(run);

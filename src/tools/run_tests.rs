@@ -111,6 +111,7 @@ impl TestRunner {
                 sandbox,
                 readable,
                 python: Default::default(),
+                deps: crate::gate::fetch::RoomDeps::new(profile.room.fetch),
             },
             profile: profile.name.clone(),
             runs: AtomicU32::new(0),

@@ -243,3 +243,50 @@ fn clippy_run_on_the_build_still_finds_a_new_warning() {
     );
     assert_eq!(g.step("test")["status"], "pass", "{}", g.explain());
 }
+
+#[test]
+fn crates_missing_from_cargos_cache_are_fetched_before_the_offline_steps() {
+    // A fresh cargo home holds no crate: the steps run offline, so without a fetch every cargo step failed
+    // ("no matching package named `memchr` found") and a correct fix got `fail`.
+    let repo = finder();
+    let home = repo.tmp.path().join("cargo-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let lib = std::fs::read_to_string(repo.dir.join("src/lib.rs")).unwrap();
+    repo.write("src/lib.rs", &lib.replace("memrchr", "memchr"));
+    repo.write(
+        "tests/first.rs",
+        "#[test]\nfn finds_the_first() {\n    assert_eq!(finder::find(b\"abca\", b'a'), Some(0));\n}\n",
+    );
+    repo.commit("find the first occurrence");
+    let home_s = home.to_string_lossy().into_owned();
+    let g = repo.gate_env(&["--base", "HEAD~1"], &[("CARGO_HOME", &home_s)]);
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    assert_eq!(g.step("test")["status"], "pass", "{}", g.explain());
+    assert!(
+        !files_named(&home.join("registry"), "memchr-2.8.3", ".crate").is_empty(),
+        "memchr was not downloaded into the cargo home"
+    );
+    // The second gate finds everything in the cache and says the same.
+    let again = repo.gate_env(&["--base", "HEAD~1"], &[("CARGO_HOME", &home_s)]);
+    assert_eq!(again.verdict(), "pass", "{}", again.explain());
+}
+
+#[test]
+fn a_dependency_that_cannot_be_fetched_is_an_error_not_the_changes_failure() {
+    let repo = krate();
+    let toml = format!("{CARGO_TOML}vouch-no-such-crate-4f1c = \"1\"\n");
+    repo.write("Cargo.toml", &toml);
+    repo.write("src/lib.rs", &fixed());
+    repo.write("tests/abs.rs", ABS_TEST);
+    repo.commit("fix abs, with a dependency that does not exist");
+    let g = repo.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.verdict(), "error", "{}", g.explain());
+    assert_eq!(g.run.code, 3, "{}", g.explain());
+    let why = serde_json::to_string(&g.report()["steps"]).unwrap();
+    assert!(
+        why.contains("the dependencies could not be fetched")
+            && why.contains("vouch-no-such-crate-4f1c"),
+        "{}",
+        g.explain()
+    );
+}
