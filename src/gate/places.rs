@@ -387,8 +387,29 @@ fn link_tree(from: &Path, to: &Path) -> usize {
     let link = from
         .extension()
         .is_some_and(|x| x == "rlib" || x == "rmeta");
-    let placed = (link && std::fs::hard_link(from, to).is_ok()) || std::fs::copy(from, to).is_ok();
+    let placed = (link && std::fs::hard_link(from, to).is_ok()) || copy_with_mtime(from, to);
     usize::from(placed)
+}
+
+/// Copies a file and gives the copy the original's modification time: cargo judges a unit stale when a
+/// dependency's output is newer than its own, and copies made one after another in seeding order (a build
+/// script's binary after its run's output) rebuilt fd's dependencies with build scripts, and everything
+/// above them, in every seeded directory.
+fn copy_with_mtime(from: &Path, to: &Path) -> bool {
+    if std::fs::copy(from, to).is_err() {
+        return false;
+    }
+    let modified = std::fs::metadata(from).and_then(|m| m.modified());
+    if let Ok(modified) = modified {
+        let set = std::fs::File::options()
+            .write(true)
+            .open(to)
+            .and_then(|f| f.set_modified(modified));
+        if let Err(e) = set {
+            tracing::debug!("keep the modification time of {}: {e}", to.display());
+        }
+    }
+    true
 }
 
 /// What a step needs to run in `room`.
@@ -491,5 +512,22 @@ mod tests {
         assert!(!seeded.join(".fingerprint/mine-bb22").exists());
         // Seeding again places nothing: the role has the units now.
         assert_eq!(seed_dependencies(&tmp.path().join("head.cache"), &bite), 0);
+    }
+
+    #[test]
+    fn a_copied_file_keeps_its_modification_time() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (from, to) = (tmp.path().join("output"), tmp.path().join("copy/output"));
+        std::fs::write(&from, "cargo:rerun-if-changed=build.rs\n").unwrap();
+        let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+        std::fs::File::options()
+            .write(true)
+            .open(&from)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        assert_eq!(link_tree(&from, &to), 1);
+        assert_eq!(std::fs::metadata(&to).unwrap().modified().unwrap(), old);
+        assert_eq!(std::fs::read(&to).unwrap(), std::fs::read(&from).unwrap());
     }
 }
