@@ -154,6 +154,21 @@ fn finder() -> Repo {
     ])
 }
 
+/// Commits a fix of [`finder`]'s library (each `(from, to)` replaced) with a test that it finds the first
+/// occurrence.
+fn commit_fix(repo: &Repo, replace: &[(&str, &str)], message: &str) {
+    let lib = std::fs::read_to_string(repo.dir.join("src/lib.rs")).unwrap();
+    let fixed = replace
+        .iter()
+        .fold(lib, |text, (from, to)| text.replace(from, to));
+    repo.write("src/lib.rs", &fixed);
+    repo.write(
+        "tests/first.rs",
+        "#[test]\nfn finds_the_first() {\n    assert_eq!(finder::find(b\"abca\", b'a'), Some(0));\n}\n",
+    );
+    repo.commit(message);
+}
+
 /// The files under `dir` whose name starts with `prefix` and ends with `suffix`, recursively.
 fn files_named(dir: &std::path::Path, prefix: &str, suffix: &str) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
@@ -176,13 +191,7 @@ fn files_named(dir: &std::path::Path, prefix: &str, suffix: &str) -> Vec<std::pa
 fn clippy_reuses_the_builds_dependencies_and_the_tests_run_the_plain_binary() {
     use std::os::unix::fs::MetadataExt;
     let repo = finder();
-    let lib = std::fs::read_to_string(repo.dir.join("src/lib.rs")).unwrap();
-    repo.write("src/lib.rs", &lib.replace("memrchr", "memchr"));
-    repo.write(
-        "tests/first.rs",
-        "#[test]\nfn finds_the_first() {\n    assert_eq!(finder::find(b\"abca\", b'a'), Some(0));\n}\n",
-    );
-    repo.commit("find the first occurrence");
+    commit_fix(&repo, &[("memrchr", "memchr")], "find the first occurrence");
     let g = repo.gate(&["--base", "HEAD~1"]);
     assert_eq!(g.verdict(), "pass", "{}", g.explain());
     assert_eq!(g.step("clippy")["status"], "pass", "{}", g.explain());
@@ -219,20 +228,15 @@ fn clippy_reuses_the_builds_dependencies_and_the_tests_run_the_plain_binary() {
 #[test]
 fn clippy_run_on_the_build_still_finds_a_new_warning() {
     let repo = finder();
-    let lib = std::fs::read_to_string(repo.dir.join("src/lib.rs")).unwrap();
     // `return` at the end of a function: clippy's needless_return, a warning rustc does not give.
-    repo.write(
-        "src/lib.rs",
-        &lib.replace(
+    commit_fix(
+        &repo,
+        &[(
             "    memchr::memrchr(needle, haystack)\n",
             "    return memchr::memchr(needle, haystack);\n",
-        ),
+        )],
+        "find the first occurrence, with a needless return",
     );
-    repo.write(
-        "tests/first.rs",
-        "#[test]\nfn finds_the_first() {\n    assert_eq!(finder::find(b\"abca\", b'a'), Some(0));\n}\n",
-    );
-    repo.commit("find the first occurrence, with a needless return");
     let g = repo.gate(&["--base", "HEAD~1"]);
     assert_eq!(g.verdict(), "fail", "{}", g.explain());
     assert_eq!(g.step("clippy")["status"], "fail", "{}", g.explain());
@@ -254,13 +258,7 @@ fn crates_missing_from_cargos_cache_are_fetched_before_the_offline_steps() {
     let repo = finder();
     let home = repo.tmp.path().join("cargo-home");
     std::fs::create_dir_all(&home).unwrap();
-    let lib = std::fs::read_to_string(repo.dir.join("src/lib.rs")).unwrap();
-    repo.write("src/lib.rs", &lib.replace("memrchr", "memchr"));
-    repo.write(
-        "tests/first.rs",
-        "#[test]\nfn finds_the_first() {\n    assert_eq!(finder::find(b\"abca\", b'a'), Some(0));\n}\n",
-    );
-    repo.commit("find the first occurrence");
+    commit_fix(&repo, &[("memrchr", "memchr")], "find the first occurrence");
     let home_s = home.to_string_lossy().into_owned();
     let g = repo.gate_env(&["--base", "HEAD~1"], &[("CARGO_HOME", &home_s)]);
     assert_eq!(g.verdict(), "pass", "{}", g.explain());
