@@ -20,9 +20,8 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::gate::profile::{Step, StepKind};
-use crate::gate::steps::StepEnv;
-use crate::process::{self, Spec};
-use crate::sandbox::{self, Policy};
+use crate::gate::steps::{Confined, StepEnv};
+use crate::process;
 
 /// How long one fetch may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(15 * 60);
@@ -146,7 +145,7 @@ async fn run(
     cancel: &CancellationToken,
 ) -> anyhow::Result<process::Outcome> {
     let mut argv: Vec<String> = vec!["cargo".into(), "fetch".into()];
-    let mut writable = vec![env.room.clone(), env.cache.clone()];
+    let mut writable = Vec::new();
     if network {
         if let Some(home) = cargo_home() {
             for dir in ["registry", "git"] {
@@ -158,30 +157,19 @@ async fn run(
     } else {
         argv.push("--offline".into());
     }
-    let policy = Policy {
+    std::fs::create_dir_all(&env.logs)?;
+    let vars: Vec<(String, String)> = env
+        .profile_env
+        .iter()
+        .map(|(k, v)| (k.clone(), env.expand(v, &env.logs)))
+        .collect();
+    let how = Confined {
+        vars: &vars,
         writable,
-        readable: env.readable.clone(),
         network,
     };
-    let home = env.home();
-    std::fs::create_dir_all(&home)?;
-    std::fs::create_dir_all(&env.logs)?;
     let stem = if network { "fetch" } else { "fetch-offline" };
-    let spec = Spec {
-        argv: env.sandbox.wrap(&argv, &env.room, &policy),
-        cwd: env.room.clone(),
-        env: sandbox::child_env(
-            &home,
-            &env.profile_env
-                .iter()
-                .map(|(k, v)| (k.clone(), env.expand(v, &env.logs)))
-                .collect::<Vec<_>>(),
-        ),
-        timeout: FETCH_TIMEOUT,
-        log_path: env.logs.join(format!("{stem}.log")),
-        stdout_path: env.logs.join(format!("{stem}.stdout")),
-        merge_output: true,
-    };
+    let spec = env.confined_spec(argv, how, stem, FETCH_TIMEOUT, true);
     process::run_clean_env(&spec, cancel).await
 }
 

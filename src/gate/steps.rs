@@ -74,6 +74,15 @@ pub struct StepRun {
     pub results: Vec<TestResult>,
 }
 
+/// How a command is confined beyond the room and the cache ([`StepEnv::confined_spec`]).
+pub struct Confined<'a> {
+    /// Its environment variables (besides the sandbox's allowlist).
+    pub vars: &'a [(String, String)],
+    /// Directories it may write besides the room and the cache.
+    pub writable: Vec<PathBuf>,
+    pub network: bool,
+}
+
 /// Everything a step needs to know about where it runs.
 #[derive(Clone, Debug)]
 pub struct StepEnv {
@@ -148,30 +157,52 @@ impl StepEnv {
         timeout: Duration,
         merge_output: bool,
     ) -> Spec {
-        let home = self.home();
         let junit_dir = junit
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_else(|| self.logs.clone());
-        for dir in [&home, &junit_dir] {
+        let vars = self.env_for(step, junit);
+        let confined = Confined {
+            vars: &vars,
+            writable: vec![junit_dir],
+            network: step.network,
+        };
+        self.confined_spec(argv, confined, stem, timeout, merge_output)
+    }
+
+    /// A process spec for `argv` in the room, confined: the room, the cache and `how.writable` writable
+    /// (created if missing), the step's home as `HOME`, logs named after `stem`.
+    pub fn confined_spec(
+        &self,
+        argv: Vec<String>,
+        how: Confined<'_>,
+        stem: &str,
+        timeout: Duration,
+        merge_output: bool,
+    ) -> Spec {
+        let home = self.home();
+        for dir in std::iter::once(&home).chain(&how.writable) {
             if let Err(e) = std::fs::create_dir_all(dir) {
                 tracing::warn!("create {}: {e}", dir.display());
             }
         }
         let policy = Policy {
-            writable: vec![self.room.clone(), self.cache.clone(), junit_dir],
+            writable: [self.room.clone(), self.cache.clone()]
+                .into_iter()
+                .chain(how.writable)
+                .collect(),
             readable: self
                 .readable
                 .iter()
                 .cloned()
                 .chain(self.python.activation().map(|a| a.shared.clone()))
                 .collect(),
-            network: step.network,
+            network: how.network,
         };
         Spec {
             argv: self.sandbox.wrap(&argv, &self.room, &policy),
             cwd: self.room.clone(),
-            env: sandbox::child_env(&home, &self.env_for(step, junit)),
+            env: sandbox::child_env(&home, how.vars),
             timeout,
             log_path: self.logs.join(format!("{stem}.log")),
             stdout_path: self.logs.join(format!("{stem}.stdout")),
