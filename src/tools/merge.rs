@@ -29,6 +29,8 @@ pub(crate) struct Merged {
     pub added: Vec<String>,
     /// The file's definitions the content left out, kept.
     pub kept: Vec<String>,
+    /// Definitions the content rewrote that the caller holds as they are ([`merge_holding`]).
+    pub held: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,11 +60,25 @@ struct Merge<'a> {
     python: bool,
     edits: Vec<(Range<usize>, String)>,
     out: Merged,
+    /// Which of the file's definitions stay as they are, by full name.
+    hold: &'a dyn Fn(&str) -> bool,
 }
 
 /// The merged text when `new` is part of `old` as described above; None when it is not (or either does
 /// not parse, or the language is not known), and then the caller's rules apply.
 pub(crate) fn merge(rel: &str, old: &str, new: &str) -> Option<Merged> {
+    merge_holding(rel, old, new, &|_| false)
+}
+
+/// [`merge`], except that the file's definitions `hold` names (`name`, `Class.method`, `mod tests.t`) stay
+/// as they are where the content rewrites them; they are listed in [`Merged::held`]. A content that
+/// rewrites nothing but held definitions gives the file's own text with them listed. None as for `merge`.
+pub(crate) fn merge_holding(
+    rel: &str,
+    old: &str,
+    new: &str,
+    hold: &dyn Fn(&str) -> bool,
+) -> Option<Merged> {
     let old_units = units(rel, old)?;
     let new_units = units(rel, new)?;
     let mut m = Merge {
@@ -71,13 +87,18 @@ pub(crate) fn merge(rel: &str, old: &str, new: &str) -> Option<Merged> {
         python: rel.ends_with(".py"),
         edits: Vec::new(),
         out: Merged::default(),
+        hold,
     };
     m.level(&old_units, &new_units, "", old.len())?;
     let Merge {
         mut edits, mut out, ..
     } = m;
     if out.replaced.is_empty() && out.added.is_empty() {
-        return None;
+        if out.held.is_empty() {
+            return None;
+        }
+        out.text = old.to_string();
+        return Some(out);
     }
     edits.sort_by_key(|(at, _)| std::cmp::Reverse(at.start));
     let mut text = old.to_string();
@@ -162,9 +183,11 @@ impl Merge<'_> {
                 .find(|u| u.kind == Kind::Def && u.key == unit.key)
             {
                 Some(was) => {
+                    // A held container (a test class) takes the content's new members all the same.
+                    let held = (self.hold)(&name);
                     let merged_inside = match (&was.members, &unit.members) {
                         (Some((old_members, end)), Some((new_members, _)))
-                            if dropped(old_members, new_members) =>
+                            if held || dropped(old_members, new_members) =>
                         {
                             self.level(old_members, new_members, &format!("{name}."), *end)
                                 .is_some()
@@ -172,6 +195,10 @@ impl Merge<'_> {
                         _ => false,
                     };
                     if !merged_inside && old[was.range.clone()] != new[unit.range.clone()] {
+                        if held {
+                            self.out.held.push(name);
+                            continue;
+                        }
                         self.edits
                             .push((was.range.clone(), new[unit.range.clone()].to_string()));
                         self.out.replaced.push(name);
@@ -542,6 +569,40 @@ mod tests {
             "class TestStats:\n    def test_a(self):\n        assert True\n\n    def test_b(self):\n        assert 1\n"
         );
         assert_eq!(m.added, ["TestStats.test_b"]);
+    }
+
+    #[test]
+    fn held_definitions_stay_as_they_are_and_the_rest_goes_in() {
+        let old = "def test_a():\n    assert f(1) == 1\n\n\nclass TestB:\n    def test_b(self):\n        assert f(2) == 2\n";
+        let hold = |n: &str| n == "test_a" || n == "TestB" || n == "TestB.test_b";
+        // A rewritten held test beside a new one: the new one goes in, the held one is listed.
+        let new = "def test_a():\n    assert True\n\n\ndef test_c():\n    assert f(3) == 3\n";
+        let m = merge_holding("t.py", old, new, &hold).unwrap();
+        assert_eq!(
+            (m.added.clone(), m.held.clone()),
+            (vec!["test_c".to_string()], vec!["test_a".to_string()])
+        );
+        assert!(
+            m.text.starts_with(old) && m.text.contains("def test_c():"),
+            "{}",
+            m.text
+        );
+        // A held class written with all its members takes its new member, its held one kept.
+        let new = "class TestB:\n    def test_b(self):\n        pass\n\n    def test_d(self):\n        assert f(4) == 4\n";
+        let m = merge_holding("t.py", old, new, &hold).unwrap();
+        assert_eq!(m.added, ["TestB.test_d"]);
+        assert_eq!(m.held, ["TestB.test_b"]);
+        assert!(
+            m.text.contains("assert f(2) == 2") && !m.text.contains("pass"),
+            "{}",
+            m.text
+        );
+        // Nothing but a held rewrite: the file's own text, the rewrite listed.
+        let m = merge_holding("t.py", old, "def test_a():\n    assert True\n", &hold).unwrap();
+        assert_eq!((m.text.as_str(), m.held.len()), (old, 1));
+        // Without a hold it is the plain merge.
+        let m = merge("t.py", old, "def test_a():\n    assert True\n").unwrap();
+        assert_eq!(m.replaced, ["test_a"]);
     }
 
     #[test]

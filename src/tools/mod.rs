@@ -29,6 +29,7 @@ mod overview;
 mod read_file;
 mod registry;
 mod run_tests;
+pub(crate) mod same_code;
 mod search;
 mod shell;
 mod submit;

@@ -2298,6 +2298,87 @@ async fn a_guided_run_takes_the_fix_then_a_test_that_bites_and_the_gate_verifies
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guided_run_gets_past_the_mistakes_the_small_coder_made_and_is_verified() {
+    // Each answer is a shape of reply the 0.5B coder sent on the benchmark's tasks.
+    let repo = calc_repo();
+    let block = |code: &str| text(&format!("```python\n{code}```"));
+    let model = Model::start(vec![
+        // The function as it was, with a docstring added: no fix. Asked again at once, hotter.
+        block("def add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n    return a - b\n"),
+        // A wrong fix the existing tests do not notice.
+        block("def add(a, b):\n    return a * b\n"),
+        // An existing test rewritten beside a new test with a wrong expectation: the existing test is kept
+        // as it was, the new one goes in, fails with the fix, and is taken out again.
+        block("from calc import add\n\n\ndef test_sub():\n    assert True\n\n\ndef test_add_two():\n    assert add(2, 3) == 7\n"),
+        // The same test corrected: a new test again, since it was taken out. It fails with the wrong fix.
+        block("from calc import add\n\n\ndef test_add_two():\n    assert add(2, 3) == 5\n"),
+        // The right fix alone: the test goes back in with it.
+        block("def add(a, b):\n    return a + b\n"),
+    ])
+    .await;
+    let run = vouch_run(
+        &repo,
+        &model,
+        &["--strategy", "guided", "--prompt", "add subtracts"],
+    )
+    .await;
+    let requests = model.finish();
+    assert_eq!(run.code, 0, "{}", explain(&run));
+    assert_eq!(requests.len(), 5, "{}", explain(&run));
+    let asks: Vec<String> = requests.iter().map(last_user).collect();
+    // Nothing changed: the same request again, sampled hotter, with no message about it in between.
+    assert_eq!(requests[1]["messages"], requests[0]["messages"]);
+    assert_eq!(requests[1]["temperature"], json!(1.0));
+    assert!(
+        asks[2].starts_with("The tests pass with your change."),
+        "{}",
+        asks[2]
+    );
+    assert!(
+        asks[3].starts_with("vouch kept the existing test `test_sub` as it was"),
+        "{}",
+        asks[3]
+    );
+    assert!(
+        asks[3].contains("With your test the tests fail")
+            && asks[3].contains("test_add_two")
+            && asks[3].contains("vouch took your test out again"),
+        "{}",
+        asks[3]
+    );
+    // The corrected test was not refused as a rewrite of an existing test: it ran, and failed.
+    assert!(
+        asks[4].starts_with("With your test the tests fail"),
+        "{}",
+        asks[4]
+    );
+    let r = report(&repo, "add-subtracts");
+    assert_eq!(
+        json!([
+            r["status"],
+            r["gate"]["verdict"],
+            r["gate"]["bite"]["status"]
+        ]),
+        json!(["verified", "pass", "bites"])
+    );
+    let branch = r["branch"].as_str().unwrap();
+    assert_eq!(
+        repo.git(&["show", &format!("{branch}:calc.py")]).trim_end(),
+        FIXED.trim_end()
+    );
+    let tests = repo.git(&["show", &format!("{branch}:test_calc.py")]);
+    assert!(
+        tests.contains("def test_sub():\n    assert sub(3, 1) == 2\n"),
+        "{tests}"
+    );
+    assert!(tests.contains("assert add(2, 3) == 5"), "{tests}");
+    assert!(
+        !tests.contains("== 7") && !tests.contains("assert True"),
+        "{tests}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guided_rust_fix_with_a_test_in_the_crates_own_tests_module_is_verified() {
     // The test goes into `mod tests` of src/lib.rs, the only Rust file: putting the sources back at base
     // would take the test out with the fix, so the gate's bite check (which keeps tests) decides.

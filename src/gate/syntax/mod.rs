@@ -171,6 +171,24 @@ pub fn scan(lang: Lang, source: &str) -> Option<Scan> {
     })
 }
 
+/// The tokens of a source that are code: every leaf but comments and (Python) docstrings. Two texts with the
+/// same tokens differ only in comments, docstrings and layout. None when the source does not parse.
+pub(crate) fn code_tokens(lang: Lang, source: &str) -> Option<Vec<String>> {
+    let tree = parse_clean(lang, source)?;
+    let src = source.as_bytes();
+    let mut out = Vec::new();
+    each_node(tree.root_node(), |node| {
+        if node.kind().contains("comment") || (lang == Lang::Python && python::is_docstring(node)) {
+            return false;
+        }
+        if node.child_count() == 0 {
+            out.push(text(node, src).to_owned());
+        }
+        true
+    });
+    Some(out)
+}
+
 fn is_import(lang: Lang, node: Node, src: &[u8]) -> bool {
     match lang {
         Lang::Python => matches!(
