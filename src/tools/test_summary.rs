@@ -111,6 +111,24 @@ fn first_error(lines: &[&str]) -> Option<String> {
     for (i, line) in lines.iter().enumerate() {
         let t = line.trim();
         let next = |n: usize| lines.get(i + n).map(|l| l.trim()).unwrap_or_default();
+        // node's TAP: `error: |-` in a failing test's YAML block, the message indented under it
+        // (`Expected values to be strictly equal:`, `1 !== 2`), its `location:` a few lines above.
+        if matches!(t, "error: |-" | "error: |" | "error: >-" | "error: >") {
+            let indent = indent_of(line);
+            let message: Vec<&str> = lines[i + 1..]
+                .iter()
+                .take_while(|l| l.trim().is_empty() || indent_of(l) > indent)
+                .map(|l| l.trim())
+                .filter(|l| !l.is_empty())
+                .collect();
+            let at = lines[i.saturating_sub(6)..i]
+                .iter()
+                .rev()
+                .find_map(|l| l.trim().strip_prefix("location: "))
+                .map(|l| format!(" at {}", l.trim_matches('\'')))
+                .unwrap_or_default();
+            return Some(cut(&format!("{}{at}", message.join(" "))));
+        }
         // rustc: `error[E0308]: mismatched types` then `--> src/lib.rs:3:5`.
         if (t.starts_with("error[") || t.starts_with("error:"))
             && !t.starts_with("error: could not compile")
@@ -124,9 +142,16 @@ fn first_error(lines: &[&str]) -> Option<String> {
                 .unwrap_or_default();
             return Some(cut(&format!("{t}{at}")));
         }
-        // A Rust test: `thread 'x' panicked at src/lib.rs:10:5:` then the message.
+        // A Rust test: `thread 'x' panicked at src/lib.rs:10:5:` then the message, with the values an
+        // `assert_eq!` compared (`  left: [1]`, ` right: [2]`) on the lines after it.
         if t.starts_with("thread '") && t.contains("panicked at") {
-            return Some(cut(&format!("{t} {}", next(1))));
+            let message: Vec<&str> = lines[i + 1..]
+                .iter()
+                .map(|l| l.trim())
+                .take_while(|l| !l.is_empty() && !l.starts_with("note:"))
+                .take(8)
+                .collect();
+            return Some(cut(&format!("{t} {}", message.join(" "))));
         }
         // Python: `  File "calc.py", line 3` ... `SyntaxError: ...` (collection errors, tracebacks).
         if t.starts_with("E   ") {
@@ -149,6 +174,11 @@ fn first_error(lines: &[&str]) -> Option<String> {
         .map(|l| l.trim())
         .find(|l| l.contains("_test.go:"))
         .map(cut)
+}
+
+/// The spaces before a line's text.
+fn indent_of(line: &str) -> usize {
+    line.len() - line.trim_start().len()
 }
 
 /// `calc.py:12: AssertionError`.
@@ -206,14 +236,32 @@ mod tests {
         let out =
             "running 2 tests\ntest tests::sub ... ok\ntest tests::add ... FAILED\n\nfailures:\n\n\
                    ---- tests::add stdout ----\n\nthread 'tests::add' panicked at src/lib.rs:9:9:\n\
-                   assertion `left == right` failed\n\nfailures:\n    tests::add\n";
+                   assertion `left == right` failed\n  left: -1\n right: 5\nnote: run with \
+                   `RUST_BACKTRACE=1` environment variable to display a backtrace\n\nfailures:\n    tests::add\n";
         let s = summarize(out);
         assert_eq!(s.failing, vec!["tests::add"]);
+        // The values compared come with it: the model sees what its code returned.
         assert_eq!(
             s.first_error.as_deref(),
             Some(
-                "thread 'tests::add' panicked at src/lib.rs:9:9: assertion `left == right` failed"
+                "thread 'tests::add' panicked at src/lib.rs:9:9: assertion `left == right` failed \
+                 left: -1 right: 5"
             )
+        );
+    }
+
+    #[test]
+    fn a_node_tap_failure_gives_the_assertion_message_not_the_yaml_key() {
+        // node 20's `node --test` output, as captured from a real run.
+        let out = "TAP version 13\n# Subtest: topK\nnot ok 1 - topK\n  ---\n  duration_ms: 7.74\n  \
+                   location: '/w/test/a.test.js:3:1'\n  failureType: 'testCodeFailure'\n  error: |-\n    \
+                   Expected values to be strictly equal:\n    \n    1 !== 2\n    \n  code: 'ERR_ASSERTION'\n  \
+                   name: 'AssertionError'\n  ...\n1..1\n# tests 1\n# fail 1\n";
+        let s = summarize(out);
+        assert_eq!(s.failing, vec!["topK"]);
+        assert_eq!(
+            s.first_error.as_deref(),
+            Some("Expected values to be strictly equal: 1 !== 2 at /w/test/a.test.js:3:1")
         );
     }
 

@@ -1914,6 +1914,59 @@ async fn a_failing_go_test_reaches_the_model_by_name_and_as_go_prints_it() {
     assert!(!result.contains("\"Action\""), "{result}");
 }
 
+/// The first `run_tests` result of a run that runs the tests once and gives up.
+async fn first_test_result(repo: &Repo) -> String {
+    let model = Model::start(vec![
+        call(1, "run_tests", json!({})),
+        call(
+            2,
+            "submit",
+            json!({"verdict": "NO-GO", "summary": "looked"}),
+        ),
+    ])
+    .await;
+    let run = vouch_run(repo, &model, &["--prompt", "abs is wrong"]).await;
+    let requests = model.finish();
+    assert_eq!(run.code, 1, "{}", explain(&run));
+    tool_results(&requests[1])[0].1.clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_assertion_reaches_the_model_with_the_values_it_compared() {
+    // The 1.5B, told only "assertion `left == right` failed", guessed at what its code returned; the
+    // values are on the lines after it (cargo), or in the YAML block of node's TAP, not on that line.
+    let rust = Repo::with_files(&[
+        ("Cargo.toml", CRATE_TOML),
+        (".gitignore", "/target\n"),
+        ("src/lib.rs", CRATE_LIB),
+        ("tests/abs.rs", CRATE_ABS_TEST),
+    ]);
+    let result = first_test_result(&rust).await;
+    assert!(
+        result.contains("First error: thread 'abs_of_negative_is_positive' (")
+            && result.contains("panicked at tests/abs.rs:3:5: assertion `left == right` failed left: -3 right: 3\n"),
+        "{result}"
+    );
+    let node = Repo::with_files(&[
+        (
+            "package.json",
+            "{\"name\": \"m\", \"private\": true, \"scripts\": {\"test\": \"node --test\"}}\n",
+        ),
+        ("abs.js", "exports.abs = (x) => x;\n"),
+        (
+            "test/abs.test.js",
+            "const test = require(\"node:test\");\nconst assert = require(\"node:assert\");\nconst { abs } = require(\"../abs.js\");\n\ntest(\"abs of -3\", () => {\n  assert.strictEqual(abs(-3), 3);\n});\n",
+        ),
+    ]);
+    let result = first_test_result(&node).await;
+    assert!(result.contains("Failing tests: abs of -3\n"), "{result}");
+    assert!(
+        result.contains("First error: Expected values to be strictly equal: -3 !== 3 at ")
+            && result.contains("test/abs.test.js:5:1"),
+        "{result}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn write_file_refuses_tool_calls_and_unread_rewrites_and_says_unchanged_for_the_same_content()
 {
