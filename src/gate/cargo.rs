@@ -32,14 +32,27 @@ pub struct Target {
     pub kind: Vec<String>,
     /// The root file, relative to the repository root (`/`-separated).
     pub src_path: String,
+    /// The package's directory, relative to the repository root (`tracing-subscriber`; empty for a package at
+    /// the root).
+    pub package_dir: String,
     /// Whether `cargo test` builds and runs it by default (`test = false` turns that off).
     pub test: bool,
 }
 
 impl Target {
-    /// The prefix of this target's test ids in libtest results: `binary stem@root path`.
+    /// The prefix of this target's test ids in libtest results: `binary stem@root path`, the path as cargo
+    /// prints it in `Running tests/x.rs (..)`: relative to the package, so a workspace member's
+    /// `tracing-subscriber/tests/layer_filters/main.rs` is `layer_filters@tests/layer_filters/main.rs`.
     pub fn id_prefix(&self) -> String {
-        format!("{}@{}", self.name.replace('-', "_"), self.src_path)
+        let path = match self.package_dir.as_str() {
+            "" => self.src_path.as_str(),
+            dir => self
+                .src_path
+                .strip_prefix(dir)
+                .and_then(|p| p.strip_prefix('/'))
+                .unwrap_or(&self.src_path),
+        };
+        format!("{}@{path}", self.name.replace('-', "_"))
     }
 
     /// Whether the target is a separate test binary (an integration test, a bench or an example), whose files
@@ -71,6 +84,7 @@ struct Metadata {
 #[derive(Deserialize)]
 struct MetaPackage {
     name: String,
+    manifest_path: PathBuf,
     targets: Vec<MetaTarget>,
 }
 
@@ -93,6 +107,12 @@ pub fn parse_metadata(json: &str, root: &Path) -> Result<Vec<Target>> {
     let meta: Metadata = serde_json::from_str(json).context("read cargo metadata")?;
     let mut out = Vec::new();
     for package in meta.packages {
+        let package_dir = package
+            .manifest_path
+            .parent()
+            .and_then(|d| d.strip_prefix(root).ok())
+            .map(slash)
+            .unwrap_or_default();
         for t in package.targets {
             let Ok(rel) = t.src_path.strip_prefix(root) else {
                 continue;
@@ -102,6 +122,7 @@ pub fn parse_metadata(json: &str, root: &Path) -> Result<Vec<Target>> {
                 name: t.name,
                 kind: t.kind,
                 src_path: slash(rel),
+                package_dir: package_dir.clone(),
                 test: t.test,
             });
         }
@@ -469,17 +490,20 @@ mod tests {
             name: name.into(),
             kind: vec![kind.into()],
             src_path: src.into(),
+            package_dir: String::new(),
             test: true,
         }
     }
 
     #[test]
     fn metadata_targets_come_relative_to_the_checkout_with_their_test_flag() {
-        let json = r#"{"packages":[{"name":"ripgrep","targets":[
+        let json = r#"{"packages":[{"name":"ripgrep","manifest_path":"/room/Cargo.toml","targets":[
             {"name":"rg","kind":["bin"],"src_path":"/room/crates/core/main.rs","test":true},
             {"name":"integration","kind":["test"],"src_path":"/room/tests/tests.rs","test":true},
             {"name":"nope","kind":["bench"],"src_path":"/room/benches/b.rs","test":false},
             {"name":"elsewhere","kind":["lib"],"src_path":"/other/lib.rs","test":true}
+        ]},{"name":"tracing-subscriber","manifest_path":"/room/tracing-subscriber/Cargo.toml","targets":[
+            {"name":"layer_filters","kind":["test"],"src_path":"/room/tracing-subscriber/tests/layer_filters/main.rs"}
         ]}],"workspace_root":"/room"}"#;
         let got = parse_metadata(json, Path::new("/room")).unwrap();
         assert_eq!(
@@ -490,9 +514,21 @@ mod tests {
                 ("rg", "crates/core/main.rs", true),
                 ("integration", "tests/tests.rs", true),
                 ("nope", "benches/b.rs", false),
+                (
+                    "layer_filters",
+                    "tracing-subscriber/tests/layer_filters/main.rs",
+                    true
+                ),
             ]
         );
         assert_eq!(got[1].id_prefix(), "integration@tests/tests.rs");
+        // A member's ids name the root as cargo prints it: relative to the package (`Running
+        // tests/layer_filters/main.rs (..)` in tracing's workspace).
+        assert_eq!(got[3].package_dir, "tracing-subscriber");
+        assert_eq!(
+            got[3].id_prefix(),
+            "layer_filters@tests/layer_filters/main.rs"
+        );
         assert_eq!(got[1].selector(), vec!["--test", "integration"]);
         assert!(got[1].is_test_binary() && !got[0].is_test_binary());
     }

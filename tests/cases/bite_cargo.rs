@@ -56,6 +56,53 @@ fn a_macro_generated_test_in_a_module_file_of_a_custom_test_target_bites() {
     );
 }
 
+#[test]
+fn a_new_test_module_of_a_workspace_members_custom_target_bites() {
+    // tracing-pr1619's shape: the member `sub` (not the workspace root) has `[[test]] filters` rooted at
+    // `tests/filters/main.rs`; the fix adds `mod downcast;` there and the test in `tests/filters/downcast.rs`.
+    // cargo names the target's results by the path inside the package (`Running tests/filters/main.rs`).
+    let member_toml = "[package]\nname = \"sub\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[[test]]\nname = \"filters\"\npath = \"tests/filters/main.rs\"\n\n[dependencies]\n";
+    let r = Repo::with_files(&[
+        (
+            "Cargo.toml",
+            "[workspace]\nmembers = [\"core\", \"sub\"]\nresolver = \"2\"\n",
+        ),
+        (".gitignore", "/target\n"),
+        (
+            "core/Cargo.toml",
+            "[package]\nname = \"core-lib\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        ("core/src/lib.rs", "pub fn one() -> i64 {\n    1\n}\n"),
+        ("sub/Cargo.toml", member_toml),
+        ("sub/src/lib.rs", ABS_AT_BASE),
+        ("sub/tests/filters/main.rs", "mod basic;\n"),
+        (
+            "sub/tests/filters/basic.rs",
+            "#[test]\nfn abs_of_three() {\n    assert_eq!(sub::abs(3), 3);\n}\n",
+        ),
+    ]);
+    r.write("sub/src/lib.rs", ABS_FIXED);
+    r.write("sub/tests/filters/main.rs", "mod basic;\nmod downcast;\n");
+    r.write(
+        "sub/tests/filters/downcast.rs",
+        "#[test]\nfn abs_of_minus_three() {\n    assert_eq!(sub::abs(-3), 3);\n}\n",
+    );
+    r.commit("fix abs for negative numbers, with a test in a new module");
+    let g = r.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    assert_eq!(g.report()["bite"]["status"], "bites", "{}", g.explain());
+    // The root's new `mod downcast;` touches no test of its own; the new module's test bites.
+    assert_eq!(
+        outcomes(&g),
+        vec![(
+            "filters@tests/filters/main.rs::downcast::abs_of_minus_three".to_string(),
+            "bites".to_string()
+        )],
+        "{}",
+        g.explain()
+    );
+}
+
 const CALC_TOML: &str =
     "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n";
 

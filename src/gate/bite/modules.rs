@@ -145,6 +145,7 @@ mod tests {
                     name: "rg".into(),
                     kind: vec!["lib".into()],
                     src_path: "src/lib.rs".into(),
+                    package_dir: String::new(),
                     test: true,
                 },
                 Target {
@@ -152,6 +153,7 @@ mod tests {
                     name: "integration".into(),
                     kind: vec!["test".into()],
                     src_path: "tests/tests.rs".into(),
+                    package_dir: String::new(),
                     test: true,
                 },
             ],

@@ -384,17 +384,24 @@ mod tests {
     #[test]
     fn with_the_layout_a_custom_test_target_and_a_workspace_member_are_selected_by_cargos_names() {
         use crate::gate::cargo::Target;
-        let t = |package: &str, name: &str, kind: &str, src: &str| Target {
+        let t = |package: &str, dir: &str, name: &str, kind: &str, src: &str| Target {
             package: package.into(),
             name: name.into(),
             kind: vec![kind.into()],
             src_path: src.into(),
+            package_dir: dir.into(),
             test: true,
         };
         let layout = Layout {
             targets: vec![
-                t("ripgrep", "integration", "test", "tests/tests.rs"),
-                t("grep-cli", "grep_cli", "lib", "crates/cli/src/lib.rs"),
+                t("ripgrep", "", "integration", "test", "tests/tests.rs"),
+                t(
+                    "grep-cli",
+                    "crates/cli",
+                    "grep_cli",
+                    "lib",
+                    "crates/cli/src/lib.rs",
+                ),
             ],
             files: Default::default(),
         };
@@ -403,7 +410,7 @@ mod tests {
             &own(&["cargo", "test"]),
             &own(&[
                 "integration@tests/tests.rs::regression::r1",
-                "grep_cli@crates/cli/src/lib.rs::tests::x",
+                "grep_cli@src/lib.rs::tests::x",
             ]),
             Some(&layout),
         );
@@ -412,7 +419,7 @@ mod tests {
             vec![
                 (
                     own(&["cargo", "test", "-p", "grep-cli", "--lib", "--", "--exact", "tests::x"]),
-                    own(&["grep_cli@crates/cli/src/lib.rs::tests::x"])
+                    own(&["grep_cli@src/lib.rs::tests::x"])
                 ),
                 (
                     own(&[
