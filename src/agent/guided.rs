@@ -45,6 +45,11 @@ struct Applied {
     /// A test went into a source file (a Rust tests module): putting the sources back at base would take
     /// it out too, so only the gate can check that it bites.
     tests_in_sources: bool,
+    /// Definitions the blocks added to source files where they replaced none of the files' own: code
+    /// nothing calls.
+    only_added: Vec<String>,
+    /// A write did more than add definitions to a source file.
+    changed_code: bool,
     /// The files it wrote and what they held before.
     undo: Vec<(String, String)>,
     /// One line for each write, for the commit's summary.
@@ -57,6 +62,8 @@ impl Applied {
     /// Adds what more blocks changed (the files they wrote first keep their text from before both).
     fn extend(&mut self, more: Applied) {
         self.fix |= more.fix;
+        self.only_added.extend(more.only_added);
+        self.changed_code |= more.changed_code;
         self.tests.extend(more.tests);
         self.tests_in_sources |= more.tests_in_sources;
         for (rel, old) in more.undo {
@@ -84,6 +91,8 @@ pub(super) struct Files {
     pub tests: Vec<String>,
     /// Where the task points in the sources, for the ask ([`focus`]).
     pub focus: String,
+    /// The task's sentence that shows the bug with a call, for the ask for a test ([`symptom`]).
+    pub symptom: Option<String>,
 }
 
 /// The fenced code blocks of a reply, in order; an unclosed last fence (the reply hit its token limit)
@@ -242,11 +251,56 @@ pub(super) fn focus(task: &str, sources: &[(String, String)]) -> String {
     }
 }
 
-fn ask_test(test_file: &str, lang: &str) -> String {
+/// The first sentence of the task that shows the bug with a call in inline code (`` `topK([5, 40, 300], 1)`
+/// returns `[5]`; the best score is 300.``): what a regression test should do, in the issue's words. The
+/// 0.5B, asked for "the issue's symptom as an assertion", wrote tests of what the code did already; the
+/// issue's own call, quoted beside the ask, is the test to write.
+pub(super) fn symptom(task: &str) -> Option<String> {
+    // The body: front matter and a title line are not the report.
+    let body = match task.strip_prefix("---") {
+        Some(rest) => rest.split_once("\n---").map_or(task, |(_, b)| b),
+        None => task,
+    };
+    for paragraph in body
+        .split("\n\n")
+        .filter(|p| !p.trim_start().starts_with('#'))
+    {
+        let mut sentence = String::new();
+        let mut in_code = false;
+        let mut chars = paragraph.trim().chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '`' {
+                in_code = !in_code;
+            }
+            sentence.push(if c == '\n' { ' ' } else { c });
+            let end = !in_code
+                && matches!(c, '.' | '!' | '?')
+                && chars.peek().is_none_or(|n| n.is_whitespace());
+            if end || chars.peek().is_none() {
+                let text = sentence.split_whitespace().collect::<Vec<_>>().join(" ");
+                sentence.clear();
+                let shows_call = text
+                    .split('`')
+                    .skip(1)
+                    .step_by(2)
+                    .any(|code| code.contains('(') && code.contains(')'));
+                if shows_call && text.chars().count() <= 400 {
+                    return Some(text);
+                }
+            }
+        }
+    }
+    None
+}
+
+fn ask_test(test_file: &str, lang: &str, symptom: Option<&str>) -> String {
+    let shown = symptom
+        .map(|s| format!(" The issue says: {s} Call the function as the issue does and assert what it should do instead."))
+        .unwrap_or_default();
     format!(
         "The tests pass with your change. Now write one new test function for `{test_file}` that fails \
-         on the old code and passes with your fix: the issue's symptom as an assertion. Reply with the new \
-         test function alone (and any import it needs), in one ```{lang} block, and nothing else."
+         on the old code and passes with your fix: the issue's symptom as an assertion.{shown} Reply with \
+         the new test function alone (and any import it needs), in one ```{lang} block, and nothing else."
     )
 }
 
@@ -299,7 +353,7 @@ impl Agent<'_> {
         // for the behaviour the issue reports (`pytest.raises(IndexError)`), which passes and shows nothing.
         let ask = |_reproduced: bool, fixed_first: bool| {
             if fixed_first {
-                ask_test(&test_file, lang)
+                ask_test(&test_file, lang, files.symptom.as_deref())
             } else {
                 ask_fix(lang, &files.focus)
             }
@@ -351,6 +405,30 @@ impl Agent<'_> {
                     continue;
                 }
             };
+            if applied.fix && applied.tests.is_empty() && !applied.changed_code {
+                // Only new functions in the sources (the 0.5B, asked for a test, wrote `function
+                // testTheIssue() { assert... }`): nothing calls them, so nothing changed.
+                self.undo(&applied.undo);
+                let names: Vec<String> = applied
+                    .only_added
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect();
+                let what = if fixed_first {
+                    format!(
+                        "is a new function in the code, not a test: a test goes in `{test_file}`, written \
+                         the way its tests are"
+                    )
+                } else {
+                    "is a new function that nothing calls, so it changes nothing".to_string()
+                };
+                let again = ask(reproduced, fixed_first);
+                self.nudge(
+                    NudgeKind::Guided,
+                    &format!("Not applied: {} {what}.\n\n{again}", names.join(", ")),
+                );
+                continue;
+            }
             if applied.fix && applied.tests.is_empty() && !pending.is_empty() {
                 // The fix the failing test asked for: the test goes back in with it.
                 if let Ok(more) = self.apply_blocks(&pending, &files).await {
@@ -526,11 +604,12 @@ impl Agent<'_> {
             let hold = |n: &str| is_test_code(n) && at_base.contains(n);
             // Always by definition: a block that is the whole file keeps what it left out too (a module
             // docstring, a comment), and a block the file already has changes nothing.
-            let (content, replaced, held) = match merge::merge_holding(&rel, &old, block, &hold) {
-                Some(m) => (m.text, m.replaced, m.held),
-                None if merge::same_definitions(&rel, &old, block) => continue,
-                None => (block.clone(), Vec::new(), Vec::new()),
-            };
+            let (content, replaced, held, added) =
+                match merge::merge_holding(&rel, &old, block, &hold) {
+                    Some(m) => (m.text, m.replaced, m.held, Some(m.added)),
+                    None if merge::same_definitions(&rel, &old, block) => continue,
+                    None => (block.clone(), Vec::new(), Vec::new(), None),
+                };
             if content == old && !held.is_empty() {
                 let names: Vec<String> = held.iter().map(|n| format!("`{n}`")).collect();
                 return Err(NotApplied::Refused(format!(
@@ -575,6 +654,18 @@ impl Agent<'_> {
                     || replaced
                         .iter()
                         .any(|n| !is_test_name(n) && !n.starts_with("mod tests")));
+            match added {
+                // Merged by definition, adding and replacing none: only new code.
+                Some(added)
+                    if files.sources.contains(&rel)
+                        && !test_block
+                        && replaced.is_empty()
+                        && !added.is_empty() =>
+                {
+                    applied.only_added.extend(added)
+                }
+                _ => applied.changed_code = true,
+            }
             applied.done.push(format!("{rel}: {}", first_line(&text)));
         }
         if applied.undo.is_empty() {
@@ -761,11 +852,32 @@ mod tests {
     }
 
     #[test]
+    fn the_symptom_is_the_first_sentence_that_shows_a_call() {
+        let task = "# Task: the leaderboard puts 5 points above 300\n\n`topK([5, 40, 300], 1)` returns `[5]`; \
+                    the best\nscore is 300. `sortedNumbers([10, 9, 1])` returns `[1, 10, 9]`.\n\nFix it.\n";
+        assert_eq!(
+            symptom(task).as_deref(),
+            Some("`topK([5, 40, 300], 1)` returns `[5]`; the best score is 300.")
+        );
+        // A full stop inside inline code does not end the sentence; prose without a call has no symptom.
+        assert_eq!(
+            symptom("Since 2.0, `v.parse::<f64>()` fails on `1.5e3`. Please fix.").as_deref(),
+            Some("Since 2.0, `v.parse::<f64>()` fails on `1.5e3`.")
+        );
+        assert_eq!(symptom("The report is slow. Make it fast."), None);
+        assert_eq!(
+            symptom("---\ntitle: `f()` in the title\n---\nIt breaks.\n"),
+            None
+        );
+    }
+
+    #[test]
     fn a_block_goes_to_the_file_whose_definitions_it_shares() {
         let files = Files {
             sources: vec!["stats.py".into(), "report.py".into()],
             tests: vec!["tests/test_stats.py".into()],
             focus: String::new(),
+            symptom: None,
         };
         let texts = |rel: &str| -> Option<String> {
             Some(

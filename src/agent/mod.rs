@@ -493,6 +493,7 @@ fn guided_start(
         sources: Vec::new(),
         tests: Vec::new(),
         focus: String::new(),
+        symptom: guided::symptom(&task),
     };
     for rel in &view.shown {
         if !guided::is_code(rel) {

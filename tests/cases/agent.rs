@@ -2360,6 +2360,8 @@ async fn a_guided_run_gets_past_the_mistakes_the_small_coder_made_and_is_verifie
         block("def add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n    return a - b\n"),
         // A wrong fix the existing tests do not notice.
         block("def add(a, b):\n    return a * b\n"),
+        // Asked for a test, a plain function: it would go into calc.py, where nothing calls it. Refused.
+        block("def check_add():\n    assert add(2, 3) == 5\n"),
         // An existing test rewritten beside a new test with a wrong expectation: the existing test is kept
         // as it was, the new one goes in, fails with the fix, and is taken out again.
         block("from calc import add\n\n\ndef test_sub():\n    assert True\n\n\ndef test_add_two():\n    assert add(2, 3) == 7\n"),
@@ -2372,40 +2374,56 @@ async fn a_guided_run_gets_past_the_mistakes_the_small_coder_made_and_is_verifie
     let run = vouch_run(
         &repo,
         &model,
-        &["--strategy", "guided", "--prompt", "add subtracts"],
+        &[
+            "--strategy",
+            "guided",
+            "--prompt",
+            "add subtracts. `add(2, 3)` returns `-1`, not `5`.",
+        ],
     )
     .await;
     let requests = model.finish();
     assert_eq!(run.code, 0, "{}", explain(&run));
-    assert_eq!(requests.len(), 5, "{}", explain(&run));
+    assert_eq!(requests.len(), 6, "{}", explain(&run));
     let asks: Vec<String> = requests.iter().map(last_user).collect();
     // Nothing changed: the same request again, sampled hotter, with no message about it in between.
     assert_eq!(requests[1]["messages"], requests[0]["messages"]);
     assert_eq!(requests[1]["temperature"], json!(1.0));
+    // The ask for a test quotes the task's sentence with the call that shows the bug.
     assert!(
-        asks[2].starts_with("The tests pass with your change."),
+        asks[2].starts_with("The tests pass with your change.")
+            && asks[2]
+                .contains("The issue says: `add(2, 3)` returns `-1`, not `5`. Call the function"),
         "{}",
         asks[2]
     );
     assert!(
-        asks[3].starts_with("vouch kept the existing test `test_sub` as it was"),
+        asks[3].starts_with(
+            "Not applied: `check_add` is a new function in the code, not a test: a test goes in \
+             `test_calc.py`"
+        ),
         "{}",
         asks[3]
     );
     assert!(
-        asks[3].contains("With your test the tests fail")
-            && asks[3].contains("test_add_two")
-            && asks[3].contains("vouch took your test out again"),
-        "{}",
-        asks[3]
-    );
-    // The corrected test was not refused as a rewrite of an existing test: it ran, and failed.
-    assert!(
-        asks[4].starts_with("With your test the tests fail"),
+        asks[4].starts_with("vouch kept the existing test `test_sub` as it was"),
         "{}",
         asks[4]
     );
-    let r = report(&repo, "add-subtracts");
+    assert!(
+        asks[4].contains("With your test the tests fail")
+            && asks[4].contains("test_add_two")
+            && asks[4].contains("vouch took your test out again"),
+        "{}",
+        asks[4]
+    );
+    // The corrected test was not refused as a rewrite of an existing test: it ran, and failed.
+    assert!(
+        asks[5].starts_with("With your test the tests fail"),
+        "{}",
+        asks[5]
+    );
+    let r = report(&repo, "add-subtracts-add-2-3-returns-1-not-5");
     assert_eq!(
         json!([
             r["status"],
@@ -2429,6 +2447,8 @@ async fn a_guided_run_gets_past_the_mistakes_the_small_coder_made_and_is_verifie
         !tests.contains("== 7") && !tests.contains("assert True"),
         "{tests}"
     );
+    let calc = repo.git(&["show", &format!("{branch}:calc.py")]);
+    assert!(!calc.contains("check_add"), "{calc}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
