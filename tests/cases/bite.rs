@@ -536,6 +536,22 @@ fn a_second_gate_run_of_the_same_change_takes_the_bite_check_from_the_cache() {
     assert_eq!(bite(&again)["status"], "bites", "{}", again.explain());
     assert_eq!(bite(&again)["cached"], true, "{}", again.explain());
     assert_eq!(outcomes(&again), outcomes(&first));
+    // Another vouch build (an upgrade, a fix to how tests are selected) checks again: an older build's
+    // verdict is not this one's.
+    let other = tempfile::tempdir().unwrap();
+    let exe = other.path().join("vouch");
+    std::fs::copy(env!("CARGO_BIN_EXE_vouch"), &exe).unwrap();
+    let file = std::fs::File::options().write(true).open(&exe).unwrap();
+    file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(5))
+        .unwrap();
+    drop(file);
+    let upgraded = r.gate_exe(&exe, &["--base", "HEAD~1"], &[]);
+    assert_eq!(bite(&upgraded)["status"], "bites", "{}", upgraded.explain());
+    assert!(
+        bite(&upgraded).get("cached").is_none(),
+        "{}",
+        upgraded.explain()
+    );
     assert!(
         again
             .run

@@ -97,7 +97,12 @@ impl Repo {
     }
 
     pub fn vouch_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
-        let out = Command::new(env!("CARGO_BIN_EXE_vouch"))
+        self.vouch_exe(Path::new(env!("CARGO_BIN_EXE_vouch")), args, env)
+    }
+
+    /// Runs the vouch binary `exe` (a copy, an older build) as [`Repo::vouch_env`] does.
+    pub fn vouch_exe(&self, exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let out = Command::new(exe)
             .args(args)
             .current_dir(self.tmp.path())
             .env("VOUCH_CACHE", &self.cache)
@@ -116,13 +121,18 @@ impl Repo {
     }
 
     pub fn gate_env(&self, args: &[&str], env: &[(&str, &str)]) -> Gate {
+        self.gate_exe(Path::new(env!("CARGO_BIN_EXE_vouch")), args, env)
+    }
+
+    /// [`Repo::gate_env`] with the vouch binary `exe`.
+    pub fn gate_exe(&self, exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Gate {
         let json = self.tmp.path().join("gate.json");
         let _ = std::fs::remove_file(&json);
         let repo = self.dir.to_string_lossy().into_owned();
         let json_s = json.to_string_lossy().into_owned();
         let mut full = vec!["gate", "--repo", &repo, "--json", &json_s];
         full.extend_from_slice(args);
-        let run = self.vouch_env(&full, env);
+        let run = self.vouch_exe(exe, &full, env);
         let report = std::fs::read_to_string(&json)
             .ok()
             .map(|t| serde_json::from_str(&t).unwrap());

@@ -4,7 +4,9 @@
 //!
 //! The key covers the base and head commits, the whole profile (steps, paths, bite policy, environment), the
 //! effective bite policy, the tools' binaries (path and modification time, so a toolchain upgrade runs it
-//! again), vouch's version, and which tests passed at head (the check selects from them; a flaky head gives
+//! again), vouch's version and its own binary (so a vouch that selects or judges differently does not take an
+//! older build's verdict: a fixed selection on tracing-pr1619 was still answered `no-bite` from the cache),
+//! and which tests passed at head (the check selects from them; a flaky head gives
 //! another key). A test's parameters (`test_x[...]`) are left out of its id there: on the same commits they
 //! differ only where the test puts the time or a random value in them (marshmallow's do), and such a change
 //! was checked again on every run. An inconclusive or skipped check is never kept. It lives beside the baseline cache, outside
@@ -36,6 +38,7 @@ pub fn key(parts: &KeyParts<'_>) -> String {
     #[derive(Serialize)]
     struct Keyed<'a> {
         version: &'a str,
+        build: &'a str,
         base: &'a str,
         head: &'a str,
         profile: &'a Profile,
@@ -51,6 +54,7 @@ pub fn key(parts: &KeyParts<'_>) -> String {
     head_results.sort();
     let keyed = Keyed {
         version: concat!("bite 2 vouch ", env!("CARGO_PKG_VERSION")),
+        build: this_build(),
         base: parts.base,
         head: parts.head,
         profile: parts.profile,
@@ -61,6 +65,16 @@ pub fn key(parts: &KeyParts<'_>) -> String {
     let mut h = Sha256::new();
     h.update(serde_json::to_vec(&keyed).unwrap_or_default());
     hex::encode(&h.finalize()[..16])
+}
+
+/// The running vouch binary, by path and modification time: a rebuilt or upgraded vouch is another build.
+fn this_build() -> &'static str {
+    static BUILD: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BUILD.get_or_init(|| {
+        std::env::current_exe()
+            .map(|exe| crate::gate::baseline::tool_fingerprint(&[exe]))
+            .unwrap_or_default()
+    })
 }
 
 /// A test id without its parameters: `t.py::test_x[2026-12-03 12:00:01]` is `t.py::test_x[`.
