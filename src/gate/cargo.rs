@@ -213,6 +213,29 @@ impl Layout {
         self.files.get(path).map(Vec::as_slice).unwrap_or_default()
     }
 
+    /// For a file of a workspace member below the root: its path inside the package (`src/filter/x.rs` for
+    /// `tracing-subscriber/src/filter/x.rs`), as cargo's test ids name paths, and the id stems of the
+    /// package's targets (`tracing_subscriber@`), which tell its results from other members' `src/lib.rs`.
+    pub fn in_member(&self, path: &str) -> Option<(String, Vec<String>)> {
+        let member = self
+            .targets
+            .iter()
+            .filter(|t| !t.package_dir.is_empty())
+            .filter(|t| {
+                path.strip_prefix(t.package_dir.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+            })
+            .max_by_key(|t| t.package_dir.len())?;
+        let inner = path[member.package_dir.len() + 1..].to_string();
+        let stems = self
+            .targets
+            .iter()
+            .filter(|t| t.package == member.package)
+            .map(|t| format!("{}@", t.name.replace('-', "_")))
+            .collect();
+        Some((inner, stems))
+    }
+
     /// The target whose test ids start with `prefix` (`integration@tests/tests.rs`).
     pub fn target_of_prefix(&self, prefix: &str) -> Option<&Target> {
         self.targets.iter().find(|t| t.id_prefix() == prefix)

@@ -103,6 +103,41 @@ fn a_new_test_module_of_a_workspace_members_custom_target_bites() {
     );
 }
 
+#[test]
+fn a_new_unit_test_in_a_workspace_members_source_file_bites() {
+    // A fix in a member's source file with its test in the file's own `mod tests`: cargo names the result
+    // `sub@src/lib.rs::tests::..`, the file is `sub/src/lib.rs`.
+    let lib_at_base = format!(
+        "{ABS_AT_BASE}\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    #[test]\n    fn abs_of_three() {{\n        assert_eq!(abs(3), 3);\n    }}\n}}\n"
+    );
+    let r = Repo::with_files(&[
+        ("Cargo.toml", "[workspace]\nmembers = [\"core\", \"sub\"]\nresolver = \"2\"\n"),
+        (".gitignore", "/target\n"),
+        ("core/Cargo.toml", "[package]\nname = \"core-lib\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"),
+        ("core/src/lib.rs", "pub fn one() -> i64 {\n    1\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn one_is_one() {\n        assert_eq!(super::one(), 1);\n    }\n}\n"),
+        ("sub/Cargo.toml", "[package]\nname = \"sub\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"),
+        ("sub/src/lib.rs", &lib_at_base),
+    ]);
+    let fixed = lib_at_base.replace(ABS_AT_BASE, ABS_FIXED).replace(
+        "        assert_eq!(abs(3), 3);\n    }\n",
+        "        assert_eq!(abs(3), 3);\n    }\n\n    #[test]\n    fn abs_of_minus_three() {\n        assert_eq!(abs(-3), 3);\n    }\n",
+    );
+    r.write("sub/src/lib.rs", &fixed);
+    r.commit("fix abs for negative numbers, with a unit test");
+    let g = r.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    assert_eq!(g.report()["bite"]["status"], "bites", "{}", g.explain());
+    assert_eq!(
+        outcomes(&g),
+        vec![(
+            "sub@src/lib.rs::tests::abs_of_minus_three".to_string(),
+            "bites".to_string()
+        )],
+        "{}",
+        g.explain()
+    );
+}
+
 const CALC_TOML: &str =
     "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n";
 

@@ -506,9 +506,25 @@ fn touched_tests(
                 }
                 t
             }
-            None => {
-                testmap::touched_in(runner, go_module, std::slice::from_ref(change), head, tree)
-            }
+            None => match layout.and_then(|l| l.in_member(&change.path)) {
+                // A workspace member's file: cargo names its results by the path inside the package, and
+                // every member has a `src/lib.rs`, so only the member's own results are looked at.
+                Some((inner, stems)) => {
+                    let own: Vec<TestResult> = head
+                        .iter()
+                        .filter(|r| stems.iter().any(|s| r.id.starts_with(s.as_str())))
+                        .cloned()
+                        .collect();
+                    let inner = TestChange {
+                        path: inner,
+                        ..change.clone()
+                    };
+                    testmap::touched_in(runner, go_module, &[inner], &own, tree)
+                }
+                None => {
+                    testmap::touched_in(runner, go_module, std::slice::from_ref(change), head, tree)
+                }
+            },
         };
         out.ids.extend(t.ids);
         out.changed.extend(t.changed);
