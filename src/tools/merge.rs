@@ -7,7 +7,8 @@
 //! holds nothing but definitions, imports and comments, each of its definitions replaces the file's of the
 //! same name (a new one is added after the file's last), its new imports go after the file's, and what it
 //! left out stays. A class, an inline Rust `mod` or an `impl` block written with some of its members is
-//! merged member by member the same way. Content with anything else at the top (statements, a program's
+//! merged member by member the same way. A statement the file has already, as it is (`module.exports =
+//! { .. }`), merges as nothing; content with anything else at the top (other statements, a program's
 //! output) is no part of a file: that write is refused as before.
 //!
 //! Languages: Rust (`syn`), Python, Go, JavaScript and TypeScript (tree-sitter).
@@ -138,9 +139,18 @@ impl Merge<'_> {
         insert_at: usize,
     ) -> Option<()> {
         let (old, new) = (self.old, self.new);
-        if new_units.iter().any(|u| u.kind == Kind::Other)
-            || !new_units.iter().any(|u| u.kind == Kind::Def)
-        {
+        // A statement the file has already, as it is (`module.exports = { .. }`, `"use strict";`, a
+        // `__main__` block), is part of the file written back: it merges as nothing.
+        let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let old_statements: HashSet<String> = old_units
+            .iter()
+            .filter(|u| u.kind == Kind::Other)
+            .map(|u| squash(&old[u.range.clone()]))
+            .collect();
+        let foreign = |u: &Unit| {
+            u.kind == Kind::Other && !old_statements.contains(&squash(&new[u.range.clone()]))
+        };
+        if new_units.iter().any(foreign) || !new_units.iter().any(|u| u.kind == Kind::Def) {
             return None;
         }
         let old_imports: HashSet<&str> = old_units
@@ -603,6 +613,28 @@ mod tests {
         // Without a hold it is the plain merge.
         let m = merge("t.py", old, "def test_a():\n    assert True\n").unwrap();
         assert_eq!(m.replaced, ["test_a"]);
+    }
+
+    #[test]
+    fn statements_the_file_has_already_merge_as_nothing() {
+        // The 0.5B's fix of scores.js, written with the file's `module.exports` line.
+        let old = "\"use strict\";\n\nfunction sortedNumbers(v) {\n  return [...v].sort();\n}\n\nfunction topK(v, k) {\n  return sortedNumbers(v).slice(-k);\n}\n\nmodule.exports = { sortedNumbers, topK };\n";
+        let new = "function sortedNumbers(v) {\n  return [...v].sort((a, b) => a - b);\n}\n\nmodule.exports = {  sortedNumbers, topK };\n";
+        let m = merge("scores.js", old, new).unwrap();
+        assert_eq!(m.replaced, ["sortedNumbers"]);
+        assert_eq!(
+            m.text,
+            old.replace("[...v].sort();", "[...v].sort((a, b) => a - b);")
+        );
+        // A statement the file does not have is still no part of it.
+        assert_eq!(
+            merge(
+                "scores.js",
+                old,
+                "function topK(v, k) {\n  return v;\n}\n\ntopK([1], 1);\n"
+            ),
+            None
+        );
     }
 
     #[test]
