@@ -56,6 +56,8 @@ struct Applied {
     done: Vec<String>,
     /// Existing tests the blocks rewrote, kept as they were (the blocks' other code went in).
     held: Vec<String>,
+    /// Existing tests the blocks rewrote and nothing else, added as new tests: (existing, new name).
+    renamed: Vec<(String, String)>,
 }
 
 impl Applied {
@@ -73,6 +75,7 @@ impl Applied {
         }
         self.done.extend(more.done);
         self.held.extend(more.held);
+        self.renamed.extend(more.renamed);
     }
 }
 
@@ -438,6 +441,15 @@ impl Agent<'_> {
             if !applied.tests.is_empty() {
                 pending.clear();
             }
+            for (was, now) in &applied.renamed {
+                self.nudge(
+                    NudgeKind::Guided,
+                    &format!(
+                        "vouch kept the existing test `{was}` as it was (existing tests stay as they are) and \
+                         added your version of it as the new test `{now}`."
+                    ),
+                );
+            }
             if !applied.held.is_empty() {
                 let names: Vec<String> = applied.held.iter().map(|n| format!("`{n}`")).collect();
                 self.nudge(
@@ -604,12 +616,21 @@ impl Agent<'_> {
             let hold = |n: &str| is_test_code(n) && at_base.contains(n);
             // Always by definition: a block that is the whole file keeps what it left out too (a module
             // docstring, a comment), and a block the file already has changes nothing.
-            let (content, replaced, held, added) =
+            let (mut content, replaced, mut held, mut added) =
                 match merge::merge_holding(&rel, &old, block, &hold) {
                     Some(m) => (m.text, m.replaced, m.held, Some(m.added)),
                     None if merge::same_definitions(&rel, &old, block) => continue,
                     None => (block.clone(), Vec::new(), Vec::new(), None),
                 };
+            if content == old && !held.is_empty() {
+                // Nothing but existing tests rewritten (the 0.5B sent `test_median_of_odd_and_even_lengths`
+                // with new assertions, three turns running): that is the new test it means, under a new
+                // name, the existing one kept.
+                if let Some((m, names)) = self.as_new_tests(&rel, &old, block, &held, &at_base) {
+                    applied.renamed.extend(names);
+                    (content, held, added) = (m.text, Vec::new(), Some(m.added));
+                }
+            }
             if content == old && !held.is_empty() {
                 let names: Vec<String> = held.iter().map(|n| format!("`{n}`")).collect();
                 return Err(NotApplied::Refused(format!(
@@ -672,6 +693,33 @@ impl Agent<'_> {
             return Err(NotApplied::Unchanged);
         }
         Ok(applied)
+    }
+
+    /// A block that rewrites only existing tests (`held`), its tests renamed to free names and merged as new
+    /// ones; None when one of them is not a test or cannot be renamed.
+    fn as_new_tests(
+        &self,
+        rel: &str,
+        old: &str,
+        block: &str,
+        held: &[String],
+        at_base: &BTreeSet<String>,
+    ) -> Option<(merge::Merged, Vec<(String, String)>)> {
+        let have = definitions::defined(rel, old).unwrap_or_default();
+        let mut text = block.to_string();
+        let mut names = Vec::new();
+        for name in held {
+            if !is_test_name(name) {
+                return None;
+            }
+            let taken = |n: &str| have.contains(n) || at_base.contains(n);
+            let (renamed, new_name) = merge::renamed(rel, &text, name, &taken)?;
+            text = renamed;
+            names.push((name.clone(), new_name));
+        }
+        let hold = |n: &str| is_test_code(n) && at_base.contains(n);
+        let m = merge::merge_holding(rel, old, &text, &hold)?;
+        (m.held.is_empty() && !m.added.is_empty()).then_some((m, names))
     }
 
     /// The definitions a file has at the run's base; empty for a file new since.

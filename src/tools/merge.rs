@@ -243,6 +243,74 @@ impl Merge<'_> {
     }
 }
 
+/// `text` with the definition `name` (a full name as [`Merged`] lists them: `test_x`, `TestA.test_y`,
+/// `mod tests.t`, `test "title"`) renamed to a name `taken` does not refuse (`test_x_2`, `"title (2)"`),
+/// and that name; None when `text` does not hold it. A small model asked for a new test often sends an
+/// existing test with new assertions under its old name: renamed, it is the new test it meant.
+pub(crate) fn renamed(
+    rel: &str,
+    text: &str,
+    name: &str,
+    taken: &dyn Fn(&str) -> bool,
+) -> Option<(String, String)> {
+    let units = units(rel, text)?;
+    let (unit, scope) = find(&units, name, "")?;
+    let body = &text[unit.range.clone()];
+    let (old_leaf, quoted) = match unit.key.find(['"', '\'', '`']) {
+        Some(q) => (unit.key[q + 1..unit.key.len() - 1].to_string(), true),
+        None => (unit.key.clone(), false),
+    };
+    let at = if quoted {
+        body.find(&old_leaf)?
+    } else {
+        word_at(body, &old_leaf)?
+    };
+    for n in 2..100 {
+        let leaf = if quoted {
+            format!("{old_leaf} ({n})")
+        } else {
+            format!("{old_leaf}_{n}")
+        };
+        let key = unit.key.replacen(&old_leaf, &leaf, 1);
+        let full = format!("{scope}{key}");
+        if taken(&full) {
+            continue;
+        }
+        let start = unit.range.start + at;
+        let mut out = text.to_string();
+        out.replace_range(start..start + old_leaf.len(), &leaf);
+        return Some((out, full));
+    }
+    None
+}
+
+/// The unit of `units` (or of their members) whose full name is `name`, with its scope.
+fn find<'u>(units: &'u [Unit], name: &str, scope: &str) -> Option<(&'u Unit, String)> {
+    for u in units.iter().filter(|u| u.kind == Kind::Def) {
+        let full = format!("{scope}{}", u.key);
+        if full == name {
+            return Some((u, scope.to_string()));
+        }
+        if let Some((members, _)) = &u.members {
+            if name.starts_with(&format!("{full}.")) {
+                if let Some(found) = find(members, name, &format!("{full}.")) {
+                    return Some(found);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Where `word` first occurs in `text` as a whole identifier.
+fn word_at(text: &str, word: &str) -> Option<usize> {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(word).map(|(i, _)| i).find(|&i| {
+        !text[..i].chars().next_back().is_some_and(ident)
+            && !text[i + word.len()..].chars().next().is_some_and(ident)
+    })
+}
+
 /// Whether `new` leaves out a definition `old` has.
 fn dropped(old: &[Unit], new: &[Unit]) -> bool {
     let have: HashSet<&str> = new.iter().map(|u| u.key.as_str()).collect();
@@ -635,6 +703,42 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn a_definition_is_renamed_to_a_free_name_in_each_language() {
+        let none = |_: &str| false;
+        let py = "def test_a():\n    assert test_a_helper() == 1\n";
+        let (text, name) = renamed("t.py", py, "test_a", &|n| n == "test_a_2").unwrap();
+        assert_eq!(
+            (text.as_str(), name.as_str()),
+            (
+                "def test_a_3():\n    assert test_a_helper() == 1\n",
+                "test_a_3"
+            )
+        );
+        let class = "class TestB:\n    def test_b(self):\n        pass\n";
+        let (text, name) = renamed("t.py", class, "TestB.test_b", &none).unwrap();
+        assert_eq!(name, "TestB.test_b_2");
+        assert!(text.contains("def test_b_2(self):"), "{text}");
+        let js = "test(\"topK takes the largest\", () => {\n  assert.ok(true);\n});\n";
+        let (text, name) =
+            renamed("a.test.js", js, "test \"topK takes the largest\"", &none).unwrap();
+        assert_eq!(name, "test \"topK takes the largest (2)\"");
+        assert!(
+            text.starts_with("test(\"topK takes the largest (2)\""),
+            "{text}"
+        );
+        let rs = "#[cfg(test)]\nmod tests {\n    #[test]\n    fn abs_of_three() {\n        assert_eq!(1, 1);\n    }\n}\n";
+        let (text, name) = renamed("src/lib.rs", rs, "mod tests.abs_of_three", &none).unwrap();
+        assert_eq!(name, "mod tests.abs_of_three_2");
+        assert!(text.contains("fn abs_of_three_2()"), "{text}");
+        let go = "package p\n\nfunc TestX(t *testing.T) {\n}\n";
+        assert!(renamed("x_test.go", go, "TestX", &none)
+            .unwrap()
+            .0
+            .contains("func TestX_2(t"));
+        assert_eq!(renamed("t.py", py, "test_zz", &none), None);
     }
 
     #[test]

@@ -2251,7 +2251,8 @@ async fn a_guided_run_takes_the_fix_then_a_test_that_bites_and_the_gate_verifies
     let model = Model::start(vec![
         // A wrong fix the existing tests do not notice: kept, for now.
         block("def add(a, b):\n    return a * b\n"),
-        // An existing test rewritten, weaker: sent back, the file kept.
+        // An existing test rewritten, weaker: kept as it was, the rewrite taken as a new test, which passes
+        // on the old code too and is taken out again.
         block("def test_sub():\n    assert True\n"),
         // A test that passes on the old code as well: it proves nothing and is taken out.
         block(INERT_TEST),
@@ -2305,8 +2306,9 @@ async fn a_guided_run_takes_the_fix_then_a_test_that_bites_and_the_gate_verifies
     );
     assert!(
         asks[2].starts_with(
-            "Not applied: your code rewrites the existing test `test_sub` in `test_calc.py`"
-        ),
+            "vouch kept the existing test `test_sub` as it was (existing tests stay as they are) and \
+             added your version of it as the new test `test_sub_2`."
+        ) && asks[2].contains("Your new test passes on the old code too"),
         "{}",
         asks[2]
     );
@@ -2345,7 +2347,10 @@ async fn a_guided_run_takes_the_fix_then_a_test_that_bites_and_the_gate_verifies
         tests.contains("def test_sub():") && tests.contains("def test_add():"),
         "{tests}"
     );
-    assert!(!tests.contains("test_add_zero"), "{tests}");
+    assert!(
+        !tests.contains("test_add_zero") && !tests.contains("test_sub_2"),
+        "{tests}"
+    );
     assert!(tests.contains("assert sub(3, 1) == 2"), "{tests}");
     assert_untouched(&repo, &before);
 }
