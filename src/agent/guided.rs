@@ -255,9 +255,11 @@ pub(super) fn focus(task: &str, sources: &[(String, String)]) -> String {
 }
 
 /// The first sentence of the task that shows the bug with a call in inline code (`` `topK([5, 40, 300], 1)`
-/// returns `[5]`; the best score is 300.``): what a regression test should do, in the issue's words. The
-/// 0.5B, asked for "the issue's symptom as an assertion", wrote tests of what the code did already; the
-/// issue's own call, quoted beside the ask, is the test to write.
+/// returns `[5]`; the best score is 300.``), with the sentence after it in its paragraph, which usually
+/// says what was expected: what a regression test should do, in the issue's words. The 0.5B, asked for
+/// "the issue's symptom as an assertion", wrote tests of what the code did already; the issue's own call,
+/// quoted beside the ask, is the test to write. Quoted alone, the sentence with the call misled the 1.5B
+/// into asserting the bug (`pytest.raises(IndexError)`): the sentence after it names the `ValueError`.
 pub(super) fn symptom(task: &str) -> Option<String> {
     // The body: front matter and a title line are not the report.
     let body = match task.strip_prefix("---") {
@@ -268,37 +270,57 @@ pub(super) fn symptom(task: &str) -> Option<String> {
         .split("\n\n")
         .filter(|p| !p.trim_start().starts_with('#'))
     {
-        let mut sentence = String::new();
-        let mut in_code = false;
-        let mut chars = paragraph.trim().chars().peekable();
-        while let Some(c) = chars.next() {
-            if c == '`' {
-                in_code = !in_code;
+        let sentences = sentences(paragraph);
+        let Some(at) = sentences.iter().position(|text| {
+            text.split('`')
+                .skip(1)
+                .step_by(2)
+                .any(|code| code.contains('(') && code.contains(')'))
+                && text.chars().count() <= 400
+        }) else {
+            continue;
+        };
+        let first = sentences[at].clone();
+        return Some(match sentences.get(at + 1) {
+            Some(next) if first.chars().count() + next.chars().count() < 400 => {
+                format!("{first} {next}")
             }
-            sentence.push(if c == '\n' { ' ' } else { c });
-            let end = !in_code
-                && matches!(c, '.' | '!' | '?')
-                && chars.peek().is_none_or(|n| n.is_whitespace());
-            if end || chars.peek().is_none() {
-                let text = sentence.split_whitespace().collect::<Vec<_>>().join(" ");
-                sentence.clear();
-                let shows_call = text
-                    .split('`')
-                    .skip(1)
-                    .step_by(2)
-                    .any(|code| code.contains('(') && code.contains(')'));
-                if shows_call && text.chars().count() <= 400 {
-                    return Some(text);
-                }
-            }
-        }
+            _ => first,
+        });
     }
     None
 }
 
+/// A paragraph's sentences, whitespace squashed; a full stop inside inline code ends none.
+fn sentences(paragraph: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut sentence = String::new();
+    let mut in_code = false;
+    let mut chars = paragraph.trim().chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '`' {
+            in_code = !in_code;
+        }
+        sentence.push(c);
+        let end = !in_code
+            && matches!(c, '.' | '!' | '?')
+            && chars.peek().is_none_or(|n| n.is_whitespace());
+        if end || chars.peek().is_none() {
+            out.push(sentence.split_whitespace().collect::<Vec<_>>().join(" "));
+            sentence.clear();
+        }
+    }
+    out
+}
+
 fn ask_test(test_file: &str, lang: &str, symptom: Option<&str>) -> String {
     let shown = symptom
-        .map(|s| format!(" The issue says: {s} Call the function as the issue does and assert what it should do instead."))
+        .map(|s| {
+            format!(
+                " The bug, as the issue reports it: \"{s}\" Call the function as the issue does and assert \
+                 what the issue expects instead, so that the test fails on the old code."
+            )
+        })
         .unwrap_or_default();
     format!(
         "The tests pass with your change. Now write one new test function for `{test_file}` that fails \
@@ -905,11 +927,21 @@ mod tests {
                     the best\nscore is 300. `sortedNumbers([10, 9, 1])` returns `[1, 10, 9]`.\n\nFix it.\n";
         assert_eq!(
             symptom(task).as_deref(),
-            Some("`topK([5, 40, 300], 1)` returns `[5]`; the best score is 300.")
+            Some(
+                "`topK([5, 40, 300], 1)` returns `[5]`; the best score is 300. `sortedNumbers([10, 9, 1])` \
+                 returns `[1, 10, 9]`."
+            )
+        );
+        // The sentence after the call, in its paragraph, says what was expected.
+        let median =
+            "`median([])` raises `IndexError`. Its docstring promises a `ValueError`.\n\nFix it.\n";
+        assert_eq!(
+            symptom(median).as_deref(),
+            Some("`median([])` raises `IndexError`. Its docstring promises a `ValueError`.")
         );
         // A full stop inside inline code does not end the sentence; prose without a call has no symptom.
         assert_eq!(
-            symptom("Since 2.0, `v.parse::<f64>()` fails on `1.5e3`. Please fix.").as_deref(),
+            symptom("Since 2.0, `v.parse::<f64>()` fails on `1.5e3`.\n\nPlease fix.").as_deref(),
             Some("Since 2.0, `v.parse::<f64>()` fails on `1.5e3`.")
         );
         assert_eq!(symptom("The report is slow. Make it fast."), None);

@@ -2397,8 +2397,10 @@ async fn a_guided_run_gets_past_the_mistakes_the_small_coder_made_and_is_verifie
     // The ask for a test quotes the task's sentence with the call that shows the bug.
     assert!(
         asks[2].starts_with("The tests pass with your change.")
-            && asks[2]
-                .contains("The issue says: `add(2, 3)` returns `-1`, not `5`. Call the function"),
+            && asks[2].contains(
+                "The bug, as the issue reports it: \"`add(2, 3)` returns `-1`, not `5`.\" Call the \
+                 function"
+            ),
         "{}",
         asks[2]
     );
