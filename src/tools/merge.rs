@@ -59,6 +59,7 @@ struct Merge<'a> {
     old: &'a str,
     new: &'a str,
     python: bool,
+    rust: bool,
     edits: Vec<(Range<usize>, String)>,
     out: Merged,
     /// Which of the file's definitions stay as they are, by full name.
@@ -86,6 +87,7 @@ pub(crate) fn merge_holding(
         old,
         new,
         python: rel.ends_with(".py"),
+        rust: rel.ends_with(".rs"),
         edits: Vec::new(),
         out: Merged::default(),
         hold,
@@ -170,12 +172,19 @@ impl Merge<'_> {
             match old_units.iter().rfind(|u| u.kind == Kind::Import) {
                 Some(last) => self.edits.push((last.range.end..last.range.end, block)),
                 None => {
-                    // Before the first definition or statement, after a docstring or package clause.
+                    // Before the first definition or statement, after a docstring or package clause
+                    // (Rust: after the file's inner doc comments and attributes, `//!` and `#![..]`,
+                    // which must come first and are no items).
                     let at = old_units
                         .iter()
                         .take_while(|u| u.kind == Kind::Quiet)
                         .last()
-                        .map_or(0, |u| u.range.end);
+                        .map_or(0, |u| u.range.end)
+                        .max(if self.rust && scope.is_empty() {
+                            inner_attributes_end(old)
+                        } else {
+                            0
+                        });
                     let block = if at == 0 {
                         format!("{}\n\n", block.trim_start())
                     } else {
@@ -309,6 +318,23 @@ fn word_at(text: &str, word: &str) -> Option<usize> {
         !text[..i].chars().next_back().is_some_and(ident)
             && !text[i + word.len()..].chars().next().is_some_and(ident)
     })
+}
+
+/// Where a Rust file's leading inner doc comments and attributes (`//!`, `#![..]`, one per line) end: the
+/// end of the last such line, 0 when there are none.
+fn inner_attributes_end(text: &str) -> usize {
+    let mut end = 0;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim();
+        if t.starts_with("//!") || t.starts_with("#![") {
+            end = at + line.trim_end().len();
+        } else if !t.is_empty() && !t.starts_with("//") {
+            break;
+        }
+        at += line.len();
+    }
+    end
 }
 
 /// Whether `new` leaves out a definition `old` has.
@@ -739,6 +765,22 @@ mod tests {
             .0
             .contains("func TestX_2(t"));
         assert_eq!(renamed("t.py", py, "test_zz", &none), None);
+    }
+
+    #[test]
+    fn new_rust_imports_go_after_the_files_inner_doc_comments() {
+        // The 0.5B's fix of rust-newest-version brought `use` lines to a file that had none: put at the
+        // top, before `//!`, the file did not parse, on five turns.
+        let old = "//! Versions.\n\n/// Parses.\npub fn parse(v: &str) -> u32 {\n    0\n}\n\npub fn newest() -> u32 {\n    1\n}\n";
+        let new = "use std::cmp::Ordering;\n\npub fn newest() -> u32 {\n    2\n}\n";
+        let m = merge("src/lib.rs", old, new).unwrap();
+        assert!(
+            m.text
+                .starts_with("//! Versions.\n\nuse std::cmp::Ordering;\n\n/// Parses."),
+            "{}",
+            m.text
+        );
+        assert!(syn::parse_file(&m.text).is_ok(), "{}", m.text);
     }
 
     #[test]
