@@ -408,9 +408,11 @@ impl Agent<'_> {
                 // 0.5B sent one test eight times, at temperature 1.4 too, and copied a placeholder put in
                 // its place): go back to the last step that worked, whose request the server has cached,
                 // and sample it hotter (llama-server's default is 0.8).
-                repeats += 1;
-                self.temperature = Some((0.8 + 0.2 * f64::from(repeats)).min(1.4));
-                self.restart_at(checkpoint, "the same code as an earlier reply");
+                self.restart_hotter(
+                    checkpoint,
+                    &mut repeats,
+                    "the same code as an earlier reply",
+                );
                 continue;
             }
             replies.push(blocks.clone());
@@ -419,9 +421,11 @@ impl Agent<'_> {
                 Err(NotApplied::Unchanged) => {
                     // The code sent back as it was (its comments reworded at most). Told so, the 0.5B
                     // sent it once more on 7 of 12 tasks: ask the last step again, hotter, at once.
-                    repeats += 1;
-                    self.temperature = Some((0.8 + 0.2 * f64::from(repeats)).min(1.4));
-                    self.restart_at(checkpoint, "the code as the files have it already");
+                    self.restart_hotter(
+                        checkpoint,
+                        &mut repeats,
+                        "the code as the files have it already",
+                    );
                     continue;
                 }
                 Err(NotApplied::Refused(why)) => {
@@ -648,7 +652,7 @@ impl Agent<'_> {
                 // Nothing but existing tests rewritten (the 0.5B sent `test_median_of_odd_and_even_lengths`
                 // with new assertions, three turns running): that is the new test it means, under a new
                 // name, the existing one kept.
-                if let Some((m, names)) = self.as_new_tests(&rel, &old, block, &held, &at_base) {
+                if let Some((m, names)) = as_new_tests(&rel, &old, block, &held, &at_base, &hold) {
                     applied.renamed.extend(names);
                     (content, held, added) = (m.text, Vec::new(), Some(m.added));
                 }
@@ -715,33 +719,6 @@ impl Agent<'_> {
             return Err(NotApplied::Unchanged);
         }
         Ok(applied)
-    }
-
-    /// A block that rewrites only existing tests (`held`), its tests renamed to free names and merged as new
-    /// ones; None when one of them is not a test or cannot be renamed.
-    fn as_new_tests(
-        &self,
-        rel: &str,
-        old: &str,
-        block: &str,
-        held: &[String],
-        at_base: &BTreeSet<String>,
-    ) -> Option<(merge::Merged, Vec<(String, String)>)> {
-        let have = definitions::defined(rel, old).unwrap_or_default();
-        let mut text = block.to_string();
-        let mut names = Vec::new();
-        for name in held {
-            if !is_test_name(name) {
-                return None;
-            }
-            let taken = |n: &str| have.contains(n) || at_base.contains(n);
-            let (renamed, new_name) = merge::renamed(rel, &text, name, &taken)?;
-            text = renamed;
-            names.push((name.clone(), new_name));
-        }
-        let hold = |n: &str| is_test_code(n) && at_base.contains(n);
-        let m = merge::merge_holding(rel, old, &text, &hold)?;
-        (m.held.is_empty() && !m.added.is_empty()).then_some((m, names))
     }
 
     /// The definitions a file has at the run's base; empty for a file new since.
@@ -827,8 +804,11 @@ impl Agent<'_> {
     }
 
     /// Goes back to the conversation's first `len` messages (a request sent before, so the server has it
-    /// cached); the next turn asks that again. Recorded as a nudge.
-    fn restart_at(&mut self, len: usize, why: &str) {
+    /// cached); the next turn asks that again, sampled hotter for each of the run's `repeats` (llama-server's
+    /// default is 0.8). Recorded as a nudge.
+    fn restart_hotter(&mut self, len: usize, repeats: &mut u32, why: &str) {
+        *repeats += 1;
+        self.temperature = Some((0.8 + 0.2 * f64::from(*repeats)).min(1.4));
         let dropped = self.messages.len().saturating_sub(len);
         self.messages.truncate(len);
         self.sent = self.sent.min(len);
@@ -882,6 +862,33 @@ impl Agent<'_> {
         ));
         (ok, text)
     }
+}
+
+/// A block that rewrites only existing tests (`held`), its tests renamed to free names (none of the file's
+/// or base's) and merged as new ones, `hold` keeping the existing ones; None when one of them is not a test
+/// or cannot be renamed.
+fn as_new_tests(
+    rel: &str,
+    old: &str,
+    block: &str,
+    held: &[String],
+    at_base: &BTreeSet<String>,
+    hold: &dyn Fn(&str) -> bool,
+) -> Option<(merge::Merged, Vec<(String, String)>)> {
+    let have = definitions::defined(rel, old).unwrap_or_default();
+    let mut text = block.to_string();
+    let mut names = Vec::new();
+    for name in held {
+        if !is_test_name(name) {
+            return None;
+        }
+        let taken = |n: &str| have.contains(n) || at_base.contains(n);
+        let (renamed, new_name) = merge::renamed(rel, &text, name, &taken)?;
+        text = renamed;
+        names.push((name.clone(), new_name));
+    }
+    let m = merge::merge_holding(rel, old, &text, hold)?;
+    (m.held.is_empty() && !m.added.is_empty()).then_some((m, names))
 }
 
 fn first_line(text: &str) -> &str {
