@@ -8,6 +8,41 @@ fn outcomes(g: &Gate) -> Vec<(String, String)> {
     g.bite_outcomes()
 }
 
+/// The gate passed and the bite check ran one test, `id`, which bites.
+fn assert_passes_with_one_biting_test(g: &Gate, id: &str) {
+    assert_eq!(g.verdict(), "pass", "{}", g.explain());
+    assert_eq!(g.report()["bite"]["status"], "bites", "{}", g.explain());
+    assert_eq!(
+        outcomes(g),
+        vec![(id.to_string(), "bites".to_string())],
+        "{}",
+        g.explain()
+    );
+}
+
+/// A cargo workspace of two members: `core` (a library with a unit test) and `sub`, whose manifest and
+/// files are given (paths under `sub/`).
+fn workspace(sub_toml: &str, sub_files: &[(&str, &str)]) -> Repo {
+    let mut files = vec![
+        (
+            "Cargo.toml",
+            "[workspace]\nmembers = [\"core\", \"sub\"]\nresolver = \"2\"\n",
+        ),
+        (".gitignore", "/target\n"),
+        (
+            "core/Cargo.toml",
+            "[package]\nname = \"core-lib\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        (
+            "core/src/lib.rs",
+            "pub fn one() -> i64 {\n    1\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn one_is_one() {\n        assert_eq!(super::one(), 1);\n    }\n}\n",
+        ),
+        ("sub/Cargo.toml", sub_toml),
+    ];
+    files.extend_from_slice(sub_files);
+    Repo::with_files(&files)
+}
+
 const CUSTOM_TARGET_TOML: &str = "[package]\nname = \"rgl\"\nversion = \"0.1.0\"\nedition = \"2021\"\nautotests = false\n\n[[test]]\nname = \"integration\"\npath = \"tests/tests.rs\"\n\n[dependencies]\n";
 const ABS_AT_BASE: &str = "/// The absolute value.\npub fn abs(x: i64) -> i64 {\n    x\n}\n";
 const ABS_FIXED: &str =
@@ -43,17 +78,7 @@ fn a_macro_generated_test_in_a_module_file_of_a_custom_test_target_bites() {
     );
     r.commit("fix abs for negative numbers, with a regression test");
     let g = r.gate(&["--base", "HEAD~1"]);
-    assert_eq!(g.verdict(), "pass", "{}", g.explain());
-    assert_eq!(g.report()["bite"]["status"], "bites", "{}", g.explain());
-    assert_eq!(
-        outcomes(&g),
-        vec![(
-            "integration@tests/tests.rs::regression::r1".to_string(),
-            "bites".to_string()
-        )],
-        "{}",
-        g.explain()
-    );
+    assert_passes_with_one_biting_test(&g, "integration@tests/tests.rs::regression::r1");
 }
 
 #[test]
@@ -62,25 +87,17 @@ fn a_new_test_module_of_a_workspace_members_custom_target_bites() {
     // `tests/filters/main.rs`; the fix adds `mod downcast;` there and the test in `tests/filters/downcast.rs`.
     // cargo names the target's results by the path inside the package (`Running tests/filters/main.rs`).
     let member_toml = "[package]\nname = \"sub\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[[test]]\nname = \"filters\"\npath = \"tests/filters/main.rs\"\n\n[dependencies]\n";
-    let r = Repo::with_files(&[
-        (
-            "Cargo.toml",
-            "[workspace]\nmembers = [\"core\", \"sub\"]\nresolver = \"2\"\n",
-        ),
-        (".gitignore", "/target\n"),
-        (
-            "core/Cargo.toml",
-            "[package]\nname = \"core-lib\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-        ),
-        ("core/src/lib.rs", "pub fn one() -> i64 {\n    1\n}\n"),
-        ("sub/Cargo.toml", member_toml),
-        ("sub/src/lib.rs", ABS_AT_BASE),
-        ("sub/tests/filters/main.rs", "mod basic;\n"),
-        (
-            "sub/tests/filters/basic.rs",
-            "#[test]\nfn abs_of_three() {\n    assert_eq!(sub::abs(3), 3);\n}\n",
-        ),
-    ]);
+    let r = workspace(
+        member_toml,
+        &[
+            ("sub/src/lib.rs", ABS_AT_BASE),
+            ("sub/tests/filters/main.rs", "mod basic;\n"),
+            (
+                "sub/tests/filters/basic.rs",
+                "#[test]\nfn abs_of_three() {\n    assert_eq!(sub::abs(3), 3);\n}\n",
+            ),
+        ],
+    );
     r.write("sub/src/lib.rs", ABS_FIXED);
     r.write("sub/tests/filters/main.rs", "mod basic;\nmod downcast;\n");
     r.write(
@@ -89,17 +106,10 @@ fn a_new_test_module_of_a_workspace_members_custom_target_bites() {
     );
     r.commit("fix abs for negative numbers, with a test in a new module");
     let g = r.gate(&["--base", "HEAD~1"]);
-    assert_eq!(g.verdict(), "pass", "{}", g.explain());
-    assert_eq!(g.report()["bite"]["status"], "bites", "{}", g.explain());
     // The root's new `mod downcast;` touches no test of its own; the new module's test bites.
-    assert_eq!(
-        outcomes(&g),
-        vec![(
-            "filters@tests/filters/main.rs::downcast::abs_of_minus_three".to_string(),
-            "bites".to_string()
-        )],
-        "{}",
-        g.explain()
+    assert_passes_with_one_biting_test(
+        &g,
+        "filters@tests/filters/main.rs::downcast::abs_of_minus_three",
     );
 }
 
@@ -110,14 +120,10 @@ fn a_new_unit_test_in_a_workspace_members_source_file_bites() {
     let lib_at_base = format!(
         "{ABS_AT_BASE}\n#[cfg(test)]\nmod tests {{\n    use super::*;\n\n    #[test]\n    fn abs_of_three() {{\n        assert_eq!(abs(3), 3);\n    }}\n}}\n"
     );
-    let r = Repo::with_files(&[
-        ("Cargo.toml", "[workspace]\nmembers = [\"core\", \"sub\"]\nresolver = \"2\"\n"),
-        (".gitignore", "/target\n"),
-        ("core/Cargo.toml", "[package]\nname = \"core-lib\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"),
-        ("core/src/lib.rs", "pub fn one() -> i64 {\n    1\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn one_is_one() {\n        assert_eq!(super::one(), 1);\n    }\n}\n"),
-        ("sub/Cargo.toml", "[package]\nname = \"sub\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"),
-        ("sub/src/lib.rs", &lib_at_base),
-    ]);
+    let r = workspace(
+        "[package]\nname = \"sub\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        &[("sub/src/lib.rs", &lib_at_base)],
+    );
     let fixed = lib_at_base.replace(ABS_AT_BASE, ABS_FIXED).replace(
         "        assert_eq!(abs(3), 3);\n    }\n",
         "        assert_eq!(abs(3), 3);\n    }\n\n    #[test]\n    fn abs_of_minus_three() {\n        assert_eq!(abs(-3), 3);\n    }\n",
@@ -125,17 +131,7 @@ fn a_new_unit_test_in_a_workspace_members_source_file_bites() {
     r.write("sub/src/lib.rs", &fixed);
     r.commit("fix abs for negative numbers, with a unit test");
     let g = r.gate(&["--base", "HEAD~1"]);
-    assert_eq!(g.verdict(), "pass", "{}", g.explain());
-    assert_eq!(g.report()["bite"]["status"], "bites", "{}", g.explain());
-    assert_eq!(
-        outcomes(&g),
-        vec![(
-            "sub@src/lib.rs::tests::abs_of_minus_three".to_string(),
-            "bites".to_string()
-        )],
-        "{}",
-        g.explain()
-    );
+    assert_passes_with_one_biting_test(&g, "sub@src/lib.rs::tests::abs_of_minus_three");
 }
 
 const CALC_TOML: &str =
@@ -192,17 +188,7 @@ fn a_reverted_build_slower_than_the_test_timeout_still_bites() {
     fix_with_test(&r);
     let p = profile(&r, "5m", "8s");
     let g = r.gate(&["--base", "HEAD~1", "--profile", &p]);
-    assert_eq!(g.verdict(), "pass", "{}", g.explain());
-    assert_eq!(g.report()["bite"]["status"], "bites", "{}", g.explain());
-    assert_eq!(
-        outcomes(&g),
-        vec![(
-            "abs@tests/abs.rs::negative".to_string(),
-            "bites".to_string()
-        )],
-        "{}",
-        g.explain()
-    );
+    assert_passes_with_one_biting_test(&g, "abs@tests/abs.rs::negative");
 }
 
 #[test]
