@@ -2243,49 +2243,49 @@ async fn run_tests_shows_the_command_as_the_model_would_type_it() {
 // ---------------------------------------------------------------------------------------------------------
 // The guided strategy: the model writes code blocks, vouch places them, runs the tests and the gate.
 
+/// A guided run of `prompt` whose model answers each request with the next of `blocks`, fenced as `lang`:
+/// the run and the requests the model got.
+async fn guided_run(repo: &Repo, lang: &str, blocks: &[&str], prompt: &str) -> (Run, Vec<Value>) {
+    let answers = blocks
+        .iter()
+        .map(|code| text(&format!("```{lang}\n{code}```")))
+        .collect();
+    let model = Model::start(answers).await;
+    let run = vouch_run(repo, &model, &["--strategy", "guided", "--prompt", prompt]).await;
+    (run, model.finish())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guided_run_takes_the_fix_then_a_test_that_bites_and_the_gate_verifies_it() {
     let repo = calc_repo();
     let before = user_state(&repo);
-    let block = |code: &str| text(&format!("```python\n{code}```"));
-    let model = Model::start(vec![
-        // A wrong fix the existing tests do not notice: kept, for now.
-        block("def add(a, b):\n    return a * b\n"),
-        // An existing test rewritten, weaker: kept as it was, the rewrite taken as a new test, which passes
-        // on the old code too and is taken out again.
-        block("def test_sub():\n    assert True\n"),
-        // A test that passes on the old code as well: it proves nothing and is taken out.
-        block(INERT_TEST),
-        // The same again: the last step is asked again without the failed tries, sampled hotter.
-        block(INERT_TEST),
-        // A test that fails with the wrong fix: the test or the fix is wrong.
-        block(NEW_TEST),
-        // The right fix, the function alone, merged into calc.py.
-        block("def add(a, b):\n    return a + b\n"),
-    ])
-    .await;
-    let run = vouch_run(
+    let (run, requests) = guided_run(
         &repo,
-        &model,
-        &["--strategy", "guided", "--prompt", "add subtracts"],
+        "python",
+        &[
+            // A wrong fix the existing tests do not notice: kept, for now.
+            "def add(a, b):\n    return a * b\n",
+            // An existing test rewritten, weaker: kept as it was, the rewrite taken as a new test, which
+            // passes on the old code too and is taken out again.
+            "def test_sub():\n    assert True\n",
+            // A test that passes on the old code as well: it proves nothing and is taken out.
+            INERT_TEST,
+            // The same again: the last step is asked again without the failed tries, sampled hotter.
+            INERT_TEST,
+            // A test that fails with the wrong fix: the test or the fix is wrong.
+            NEW_TEST,
+            // The right fix, the function alone, merged into calc.py.
+            "def add(a, b):\n    return a + b\n",
+        ],
+        "add subtracts",
     )
     .await;
-    let requests = model.finish();
     assert_eq!(run.code, 0, "{}", explain(&run));
     // No tools are offered: the model writes code.
     assert!(
         requests.iter().all(|r| r.get("tools").is_none()),
         "{requests:?}"
     );
-    let last_user = |r: &Value| -> String {
-        let m = r["messages"].as_array().unwrap();
-        m.iter()
-            .rev()
-            .find(|m| m["role"] == "user")
-            .and_then(|m| m["content"].as_str())
-            .unwrap_or_default()
-            .to_string()
-    };
     let asks: Vec<String> = requests.iter().map(last_user).collect();
     assert!(
         asks[0].contains("calc.py:\n```python\ndef add(a, b):"),
@@ -2359,35 +2359,29 @@ async fn a_guided_run_takes_the_fix_then_a_test_that_bites_and_the_gate_verifies
 async fn a_guided_run_gets_past_the_mistakes_the_small_coder_made_and_is_verified() {
     // Each answer is a shape of reply the 0.5B coder sent on the benchmark's tasks.
     let repo = calc_repo();
-    let block = |code: &str| text(&format!("```python\n{code}```"));
-    let model = Model::start(vec![
-        // The function as it was, with a docstring added: no fix. Asked again at once, hotter.
-        block("def add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n    return a - b\n"),
-        // A wrong fix the existing tests do not notice.
-        block("def add(a, b):\n    return a * b\n"),
-        // Asked for a test, a plain function: it would go into calc.py, where nothing calls it. Refused.
-        block("def check_add():\n    assert add(2, 3) == 5\n"),
-        // An existing test rewritten beside a new test with a wrong expectation: the existing test is kept
-        // as it was, the new one goes in, fails with the fix, and is taken out again.
-        block("from calc import add\n\n\ndef test_sub():\n    assert True\n\n\ndef test_add_two():\n    assert add(2, 3) == 7\n"),
-        // The same test corrected: a new test again, since it was taken out. It fails with the wrong fix.
-        block("from calc import add\n\n\ndef test_add_two():\n    assert add(2, 3) == 5\n"),
-        // The right fix alone: the test goes back in with it.
-        block("def add(a, b):\n    return a + b\n"),
-    ])
-    .await;
-    let run = vouch_run(
+    let (run, requests) = guided_run(
         &repo,
-        &model,
+        "python",
         &[
-            "--strategy",
-            "guided",
-            "--prompt",
-            "add subtracts. `add(2, 3)` returns `-1`, not `5`.",
+            // The function as it was, with a docstring added: no fix. Asked again at once, hotter.
+            "def add(a, b):\n    \"\"\"The sum of a and b.\"\"\"\n    return a - b\n",
+            // A wrong fix the existing tests do not notice.
+            "def add(a, b):\n    return a * b\n",
+            // Asked for a test, a plain function: it would go into calc.py, where nothing calls it.
+            // Refused.
+            "def check_add():\n    assert add(2, 3) == 5\n",
+            // An existing test rewritten beside a new test with a wrong expectation: the existing test is
+            // kept as it was, the new one goes in, fails with the fix, and is taken out again.
+            "from calc import add\n\n\ndef test_sub():\n    assert True\n\n\ndef test_add_two():\n    assert add(2, 3) == 7\n",
+            // The same test corrected: a new test again, since it was taken out. It fails with the wrong
+            // fix.
+            "from calc import add\n\n\ndef test_add_two():\n    assert add(2, 3) == 5\n",
+            // The right fix alone: the test goes back in with it.
+            "def add(a, b):\n    return a + b\n",
         ],
+        "add subtracts. `add(2, 3)` returns `-1`, not `5`.",
     )
     .await;
-    let requests = model.finish();
     assert_eq!(run.code, 0, "{}", explain(&run));
     assert_eq!(requests.len(), 6, "{}", explain(&run));
     let asks: Vec<String> = requests.iter().map(last_user).collect();
@@ -2470,24 +2464,16 @@ async fn a_guided_rust_fix_with_a_test_in_the_crates_own_tests_module_is_verifie
         (".gitignore", "/target\n"),
         ("src/lib.rs", &lib),
     ]);
-    let block = |code: &str| text(&format!("```rust\n{code}```"));
-    let model = Model::start(vec![
-        block("pub fn abs(x: i64) -> i64 {\n    if x < 0 {\n        -x\n    } else {\n        x\n    }\n}\n"),
-        block("#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn abs_of_negative_is_positive() {\n        assert_eq!(abs(-3), 3);\n    }\n}\n"),
-    ])
-    .await;
-    let run = vouch_run(
+    let (run, requests) = guided_run(
         &repo,
-        &model,
+        "rust",
         &[
-            "--strategy",
-            "guided",
-            "--prompt",
-            "abs of a negative number is negative",
+        "pub fn abs(x: i64) -> i64 {\n    if x < 0 {\n        -x\n    } else {\n        x\n    }\n}\n",
+        "#[cfg(test)]\nmod tests {\n    use super::*;\n\n    #[test]\n    fn abs_of_negative_is_positive() {\n        assert_eq!(abs(-3), 3);\n    }\n}\n",
         ],
+        "abs of a negative number is negative",
     )
     .await;
-    let requests = model.finish();
     assert_eq!(run.code, 0, "{}", explain(&run));
     assert_eq!(requests.len(), 2);
     let r = report(&repo, "abs-of-a-negative-number-is-negative");
