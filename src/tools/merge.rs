@@ -118,7 +118,6 @@ pub(crate) fn same_definitions(rel: &str, old: &str, new: &str) -> bool {
     let (Some(old_units), Some(new_units)) = (units(rel, old), units(rel, new)) else {
         return false;
     };
-    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
     let defs: Vec<&Unit> = new_units.iter().filter(|u| u.kind == Kind::Def).collect();
     !defs.is_empty()
         && defs.iter().all(|n| {
@@ -143,7 +142,6 @@ impl Merge<'_> {
         let (old, new) = (self.old, self.new);
         // A statement the file has already, as it is (`module.exports = { .. }`, `"use strict";`, a
         // `__main__` block), is part of the file written back: it merges as nothing.
-        let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
         let old_statements: HashSet<String> = old_units
             .iter()
             .filter(|u| u.kind == Kind::Other)
@@ -335,6 +333,11 @@ fn inner_attributes_end(text: &str) -> usize {
         at += line.len();
     }
     end
+}
+
+/// `text` with each run of whitespace one space: two texts equal but for layout are equal here.
+fn squash(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Whether `new` leaves out a definition `old` has.

@@ -5,10 +5,9 @@
 //! sends the run on to write a test for a bug that is still there. Compared by tokens, such a reply
 //! changes nothing.
 //!
-//! Rust is read with `proc_macro2`'s lexer (comments dropped, doc comments become `#[doc]` attributes,
-//! dropped here); Python, Go, JavaScript and TypeScript with their tree-sitter grammars.
-
-use proc_macro2::{Delimiter, TokenStream, TokenTree};
+//! Rust is read with the gate's lexer ([`crate::gate::split::rust_tokens`]: comments dropped, doc comments
+//! become `#[doc]` attributes, dropped here); Python, Go, JavaScript and TypeScript with their tree-sitter
+//! grammars.
 
 use crate::gate::syntax::{self, Lang};
 
@@ -23,50 +22,49 @@ pub(crate) fn same_code(rel: &str, a: &str, b: &str) -> bool {
 
 fn tokens(rel: &str, text: &str) -> Option<Vec<String>> {
     if rel.ends_with(".rs") {
-        let stream: TokenStream = text.parse().ok()?;
-        let mut out = Vec::new();
-        rust_tokens(stream, &mut out);
-        return Some(out);
+        let tokens = crate::gate::split::rust_tokens(text)?;
+        return Some(without_doc_attributes(
+            tokens.into_iter().map(|t| t.text).collect(),
+        ));
     }
     syntax::code_tokens(Lang::of(rel)?, text)
 }
 
-/// The tokens of a Rust token stream, doc attributes (`#[doc = ".."]`, `#![doc = ".."]`) left out.
-fn rust_tokens(stream: TokenStream, out: &mut Vec<String>) {
-    let trees: Vec<TokenTree> = stream.into_iter().collect();
+/// Rust tokens (a group's delimiters tokens of their own) without the doc attributes (`#[doc = ".."]`,
+/// `#![doc = ".."]`) that doc comments lex to.
+fn without_doc_attributes(tokens: Vec<String>) -> Vec<String> {
+    let mut out = Vec::new();
     let mut i = 0;
-    while i < trees.len() {
-        if let TokenTree::Punct(p) = &trees[i] {
-            if p.as_char() == '#' {
-                let bang =
-                    matches!(trees.get(i + 1), Some(TokenTree::Punct(q)) if q.as_char() == '!');
-                let at = i + 1 + usize::from(bang);
-                if let Some(TokenTree::Group(g)) = trees.get(at) {
-                    let is_doc = g.delimiter() == Delimiter::Bracket
-                        && matches!(g.stream().into_iter().next(), Some(TokenTree::Ident(id)) if id == "doc");
-                    if is_doc {
-                        i = at + 1;
-                        continue;
+    while i < tokens.len() {
+        let bang = tokens.get(i + 1).is_some_and(|t| t == "!");
+        let open = i + 1 + usize::from(bang);
+        let is_doc = tokens[i] == "#"
+            && tokens.get(open).is_some_and(|t| t == "[")
+            && tokens.get(open + 1).is_some_and(|t| t == "doc");
+        if !is_doc {
+            out.push(tokens[i].clone());
+            i += 1;
+            continue;
+        }
+        // Past the attribute's closing bracket.
+        let mut depth = 0usize;
+        let mut at = open;
+        while at < tokens.len() {
+            match tokens[at].as_str() {
+                "[" | "(" | "{" => depth += 1,
+                "]" | ")" | "}" => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
                     }
                 }
+                _ => {}
             }
+            at += 1;
         }
-        match &trees[i] {
-            TokenTree::Group(g) => {
-                let (open, close) = match g.delimiter() {
-                    Delimiter::Parenthesis => ("(", ")"),
-                    Delimiter::Brace => ("{", "}"),
-                    Delimiter::Bracket => ("[", "]"),
-                    Delimiter::None => ("", ""),
-                };
-                out.push(open.to_string());
-                rust_tokens(g.stream(), out);
-                out.push(close.to_string());
-            }
-            other => out.push(other.to_string()),
-        }
-        i += 1;
+        i = at + 1;
     }
+    out
 }
 
 #[cfg(test)]
