@@ -40,10 +40,8 @@ export VOUCH_DATA="$PWD/workspaces/vouch-data"
 rm -rf "$VOUCH_DATA"
 export GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME="vouch" GIT_AUTHOR_EMAIL="vouch@localhost"
 export GIT_COMMITTER_NAME="vouch" GIT_COMMITTER_EMAIL="vouch@localhost"
-# --fresh-rooms: the repository was just made anew at the same path, and a reused clean room from the last
-# quick start still points at its old commits (see README, Quick start).
 set +e
-"$vouch" run --task tasks/example.md --max-turns 20 --wall-time 25m --fresh --fresh-rooms
+"$vouch" run --task tasks/example.md --max-turns 20 --wall-time 25m --fresh
 run_status=$?
 set -e
 rm -rf workspaces/example-run
