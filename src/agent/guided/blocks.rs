@@ -2,7 +2,7 @@
 
 use super::Files;
 use crate::agent::next_step::has_test_mark;
-use crate::gate::syntax::Lang;
+use crate::gate::syntax::{loaded_modules, Lang};
 use crate::tools::definitions;
 
 /// The fenced code blocks of a reply, in order; an unclosed last fence (the reply hit its token limit)
@@ -66,6 +66,9 @@ pub(super) fn is_test_name(name: &str) -> bool {
 /// Where a block goes: the source file whose definitions it shares most (a fix, perhaps with a Rust
 /// tests module); else, for a block of tests, the test file sharing most names with it, or the first test
 /// file (a Rust source file with its own tests module when there is none); else the first source file.
+/// Never a source file the block loads (`const { escapeHtml } = require("../html.js")`, `from stats import
+/// median`): a module does not import itself, so that block is a test of it. The 0.5B's test block with
+/// such a line, written into `html.js` because it named `escapeHtml`, broke the module for three turns.
 pub(super) fn target(
     block: &str,
     files: &Files,
@@ -73,6 +76,13 @@ pub(super) fn target(
 ) -> Option<String> {
     let first = files.sources.first().or(files.tests.first())?;
     let names = definitions::defined(first, block)?;
+    let loads = |rel: &str| loads_file(block, rel);
+    let sources: Vec<String> = files
+        .sources
+        .iter()
+        .filter(|rel| !loads(rel))
+        .cloned()
+        .collect();
     let best = |among: &[String], tests: bool| -> Option<String> {
         let mut best: Option<(usize, &String)> = None;
         for rel in among {
@@ -90,15 +100,49 @@ pub(super) fn target(
         }
         best.map(|(_, rel)| rel.clone())
     };
-    if let Some(rel) = best(&files.sources, false) {
+    if let Some(rel) = best(&sources, false) {
         return Some(rel);
     }
-    if has_test_mark(block) {
+    if has_test_mark(block) || sources.len() < files.sources.len() {
         if let Some(rel) = best(&files.tests, true).or(files.tests.first().cloned()) {
             return Some(rel);
         }
     }
-    files.sources.first().or(files.tests.first()).cloned()
+    sources.first().or(files.tests.first()).cloned()
+}
+
+/// Whether `block`, read as code of `rel`'s language, loads the module `rel` is: a Python import whose
+/// module ends in its stem (`stats`, `.stats`, `pkg.stats`), a JavaScript or TypeScript specifier whose
+/// last part is its file (`../html.js`, `./html`). A package's `__init__.py` and `index.js` are named by
+/// their directory.
+fn loads_file(block: &str, rel: &str) -> bool {
+    let Some(lang) = Lang::of(rel) else {
+        return false;
+    };
+    let Some(modules) = loaded_modules(lang, block) else {
+        return false;
+    };
+    let path = std::path::Path::new(rel);
+    let stem = |p: &std::path::Path| -> Option<String> {
+        let stem = p.file_stem()?.to_str()?;
+        match stem {
+            "__init__" | "index" => p.parent()?.file_name()?.to_str().map(str::to_string),
+            _ => Some(stem.to_string()),
+        }
+    };
+    let Some(own) = stem(path) else {
+        return false;
+    };
+    modules.iter().any(|m| match lang {
+        Lang::Python => m.rsplit('.').next() == Some(own.as_str()),
+        Lang::Go => false,
+        Lang::JavaScript | Lang::TypeScript | Lang::Tsx => {
+            let p = std::path::Path::new(m.as_str());
+            (m.starts_with('.') || m.starts_with('/'))
+                && (stem(p).as_deref() == Some(own.as_str())
+                    || p.file_name().and_then(|f| f.to_str()) == Some(own.as_str()))
+        }
+    })
 }
 
 #[cfg(test)]
@@ -150,10 +194,58 @@ mod tests {
             target(again, &files, texts).as_deref(),
             Some("tests/test_stats.py")
         );
+        // A test that loads the module it tests goes to the tests, whatever names it shares with it.
+        let loading = "from stats import median\n\n\ndef median_of_nothing():\n    median([])\n";
+        assert_eq!(
+            target(loading, &files, texts).as_deref(),
+            Some("tests/test_stats.py")
+        );
+        let again = "from stats import median\n\n\ndef median(v):\n    return 3\n";
+        assert_eq!(
+            target(again, &files, texts).as_deref(),
+            Some("tests/test_stats.py")
+        );
         // A new helper goes to the first source file.
         assert_eq!(
             target("def clamp(x):\n    return x\n", &files, texts).as_deref(),
             Some("stats.py")
         );
+    }
+
+    #[test]
+    fn a_block_that_loads_a_source_goes_to_the_tests_not_into_that_source() {
+        // The 0.5B's reply on js-escape-all: its `require` line went into html.js, which then declared
+        // `escapeHtml` twice and broke every later run.
+        let files = Files {
+            sources: vec!["html.js".into()],
+            tests: vec!["test/html.test.js".into()],
+            focus: String::new(),
+            symptom: None,
+        };
+        let texts = |rel: &str| -> Option<String> {
+            Some(
+                match rel {
+                    "html.js" => "function escapeHtml(t) {\n  return t;\n}\nmodule.exports = { escapeHtml };\n",
+                    "test/html.test.js" => "const test = require(\"node:test\");\nconst { escapeHtml } = require(\"../html.js\");\n\ntest(\"one\", () => {});\n",
+                    _ => return None,
+                }
+                .to_string(),
+            )
+        };
+        let block = "const escapeHtml = require(\"../html.js\");\n\nfunction testHtmlTest() {\n  assert.strictEqual(escapeHtml(\"a < b\"), \"a &lt; b\");\n}\n";
+        assert_eq!(
+            target(block, &files, texts).as_deref(),
+            Some("test/html.test.js")
+        );
+        // The fix itself still goes to the source, and `./html` names it as `../html.js` does.
+        let fix = "function escapeHtml(t) {\n  return t.replace(/</g, \"&lt;\");\n}\n";
+        assert_eq!(target(fix, &files, texts).as_deref(), Some("html.js"));
+        assert!(loads_file("const h = require('./html');\n", "html.js"));
+        assert!(loads_file(
+            "import { x } from '../lib/index.js';\n",
+            "lib/index.ts"
+        ));
+        assert!(!loads_file("const h = require('html');\n", "html.js"));
+        assert!(!loads_file("from statistics import median\n", "stats.py"));
     }
 }
