@@ -60,6 +60,8 @@ struct Merge<'a> {
     new: &'a str,
     python: bool,
     rust: bool,
+    /// The tree-sitter language, for what imports bind (None for Rust).
+    lang: Option<Lang>,
     edits: Vec<(Range<usize>, String)>,
     out: Merged,
     /// Which of the file's definitions stay as they are, by full name.
@@ -88,6 +90,7 @@ pub(crate) fn merge_holding(
         new,
         python: rel.ends_with(".py"),
         rust: rel.ends_with(".rs"),
+        lang: Lang::of(rel),
         edits: Vec::new(),
         out: Merged::default(),
         hold,
@@ -158,11 +161,31 @@ impl Merge<'_> {
             .filter(|u| u.kind == Kind::Import)
             .map(|u| old[u.range.clone()].trim())
             .collect();
+        // The names the file binds already, by its imports and its definitions: an import binding only
+        // those is the file's own written another way (`const escapeHtml = require("../html.js")` beside
+        // `const { escapeHtml } = require("../html.js")`), and adding it would declare them twice.
+        let bound: HashSet<String> = match self.lang {
+            Some(lang) => old_imports
+                .iter()
+                .flat_map(|t| syntax::bound_names(lang, t).unwrap_or_default())
+                .chain(
+                    old_units
+                        .iter()
+                        .filter(|u| u.kind == Kind::Def)
+                        .map(|u| u.key.clone()),
+                )
+                .collect(),
+            None => HashSet::new(),
+        };
+        let binds_anew = |t: &str| match self.lang.and_then(|l| syntax::bound_names(l, t)) {
+            Some(names) if !names.is_empty() => !names.iter().all(|n| bound.contains(n)),
+            _ => true,
+        };
         let imports: Vec<&str> = new_units
             .iter()
             .filter(|u| u.kind == Kind::Import)
             .map(|u| new[u.range.clone()].trim())
-            .filter(|t| !old_imports.contains(t))
+            .filter(|t| !old_imports.contains(t) && binds_anew(t))
             .collect();
         if !imports.is_empty() {
             let indent = indent_of(new, new_units.iter().find(|u| u.kind == Kind::Import)?);
@@ -653,6 +676,29 @@ mod tests {
         assert_eq!(
             (m.replaced, m.added, m.kept),
             (vec!["median".to_string()], vec![], vec!["mean".to_string()])
+        );
+    }
+
+    #[test]
+    fn an_import_of_names_the_file_binds_already_is_not_added_again() {
+        // The 0.5B's test for js-escape-all: a `require` of what the test file destructures already.
+        let old = "\"use strict\";\nconst test = require(\"node:test\");\nconst { escapeHtml, commentItem } = require(\"../html.js\");\n\ntest(\"one\", () => {});\n";
+        let new = "const escapeHtml = require(\"../html.js\");\nconst assert = require(\"node:assert\");\n\nfunction escapesAll() {\n  assert.strictEqual(escapeHtml(\"<<\"), \"&lt;&lt;\");\n}\n";
+        let m = merge("test/html.test.js", old, new).unwrap();
+        assert_eq!(
+            m.text,
+            "\"use strict\";\nconst test = require(\"node:test\");\nconst { escapeHtml, commentItem } = require(\"../html.js\");\nconst assert = require(\"node:assert\");\n\ntest(\"one\", () => {});\n\nfunction escapesAll() {\n  assert.strictEqual(escapeHtml(\"<<\"), \"&lt;&lt;\");\n}\n"
+        );
+        // Python: `from stats import median` where the file has `from stats import mean, median`.
+        let old =
+            "from stats import mean, median\n\n\ndef test_mean():\n    assert mean([1]) == 1\n";
+        let new = "from stats import median\n\n\ndef test_median_empty():\n    assert median([]) is None\n";
+        let m = merge("tests/test_stats.py", old, new).unwrap();
+        assert!(
+            m.text
+                .starts_with("from stats import mean, median\n\n\ndef test_mean"),
+            "{}",
+            m.text
         );
     }
 

@@ -151,42 +151,6 @@ pub(super) fn is_import(node: Node, src: &[u8]) -> bool {
     }
 }
 
-/// The module specifiers a source loads: `require("x")`, `import .. from "x"`, `import("x")`, `export ..
-/// from "x"`, at any depth, as written (`../html.js`, `node:test`).
-pub(super) fn specifiers(root: Node, src: &[u8]) -> Vec<String> {
-    let mut out = Vec::new();
-    let string_of = |n: Node| -> Option<String> {
-        (n.kind() == "string").then(|| {
-            text(n, src)
-                .trim_matches(|c| c == '"' || c == '\'' || c == '`')
-                .to_string()
-        })
-    };
-    each_node(root, |n| {
-        match n.kind() {
-            "import_statement" | "export_statement" => {
-                if let Some(s) = n.child_by_field_name("source").and_then(string_of) {
-                    out.push(s);
-                }
-            }
-            "call_expression" => {
-                let loads = n
-                    .child_by_field_name("function")
-                    .is_some_and(|f| matches!(text(f, src), "require" | "import"));
-                let first = n
-                    .child_by_field_name("arguments")
-                    .and_then(|a| named_children(a).into_iter().next());
-                if let Some(s) = first.filter(|_| loads).and_then(string_of) {
-                    out.push(s);
-                }
-            }
-            _ => {}
-        }
-        true
-    });
-    out
-}
-
 fn is_require(value: Node, src: &[u8]) -> bool {
     match value.kind() {
         "call_expression" => value

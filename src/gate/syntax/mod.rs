@@ -16,9 +16,11 @@ use std::ops::RangeInclusive;
 use tree_sitter::{Node, Parser, Tree};
 
 mod go;
+mod imports;
 mod js;
 mod python;
 
+pub use imports::{bound_names, loaded_modules};
 pub use python::{imports as python_imports, Import};
 
 /// A language whose tests are found here, by file extension.
@@ -200,40 +202,6 @@ fn is_import(lang: Lang, node: Node, src: &[u8]) -> bool {
     }
 }
 
-/// The modules a source loads, as its language names them: Python's dotted modules (`stats`, `.helpers`,
-/// `pkg.util`; `from . import helpers` gives `.helpers`), JavaScript's and TypeScript's specifiers
-/// (`../html.js`, `node:test`), Go's import paths. None when the source does not parse.
-pub fn loaded_modules(lang: Lang, source: &str) -> Option<Vec<String>> {
-    let tree = parse_clean(lang, source)?;
-    let root = tree.root_node();
-    let src = source.as_bytes();
-    Some(match lang {
-        Lang::Python => python::imports(source)?
-            .into_iter()
-            .flat_map(|i| {
-                if i.module.chars().all(|c| c == '.') {
-                    i.names.iter().map(|n| format!("{}{n}", i.module)).collect()
-                } else {
-                    vec![i.module]
-                }
-            })
-            .collect(),
-        Lang::Go => {
-            let mut out = Vec::new();
-            each_node(root, |n| {
-                if n.kind() == "import_spec" {
-                    if let Some(path) = n.child_by_field_name("path") {
-                        out.push(text(path, src).trim_matches(['"', '`']).to_string());
-                    }
-                }
-                true
-            });
-            out
-        }
-        Lang::JavaScript | Lang::TypeScript | Lang::Tsx => js::specifiers(root, src),
-    })
-}
-
 /// A node's source text.
 fn text<'s>(node: Node, src: &'s [u8]) -> &'s str {
     node.utf8_text(src).unwrap_or("")
@@ -282,26 +250,6 @@ fn each_node<'t>(node: Node<'t>, mut visit: impl FnMut(Node<'t>) -> bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_modules_a_source_loads_are_read_from_its_tree() {
-        let py = "import os.path\nfrom stats import median\nfrom . import helpers, util\n\ndef f():\n    import json\n    s = 'import fake'\n";
-        assert_eq!(
-            loaded_modules(Lang::Python, py).unwrap(),
-            ["os.path", "stats", ".helpers", ".util", "json"]
-        );
-        let js = "const { escapeHtml } = require(\"../html.js\");\nimport test from 'node:test';\nexport { x } from './x';\nconst s = \"require('fake')\";\nasync function f() { await import('./lazy.mjs'); }\n";
-        assert_eq!(
-            loaded_modules(Lang::JavaScript, js).unwrap(),
-            ["../html.js", "node:test", "./x", "./lazy.mjs"]
-        );
-        let go = "package a\n\nimport (\n\t\"fmt\"\n\tx \"example.com/m/util\"\n)\n";
-        assert_eq!(
-            loaded_modules(Lang::Go, go).unwrap(),
-            ["fmt", "example.com/m/util"]
-        );
-        assert_eq!(loaded_modules(Lang::Python, "def f(:\n"), None);
-    }
 
     fn keys(lang: Lang, src: &str) -> Vec<String> {
         scan(lang, src)
