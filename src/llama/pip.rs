@@ -111,10 +111,19 @@ impl Download {
                     },
                     outcome.tail_lines(12)
                 ),
-                format!(
-                    "the whole output is in {}; check that PyPI is reachable (pip config, proxy)",
-                    self.log.display()
-                ),
+                match super::space::free_bytes(&self.dest) {
+                    Some(free) if free < super::space::LOW => format!(
+                        "the disk is full ({} MB free in {}): free space there and run it again; pip's \
+                         output is in {}",
+                        free / (1024 * 1024),
+                        self.dest.display(),
+                        self.log.display()
+                    ),
+                    _ => format!(
+                        "the whole output is in {}; check that PyPI is reachable (pip config, proxy)",
+                        self.log.display()
+                    ),
+                },
             )
             .into());
         }

