@@ -2453,6 +2453,65 @@ async fn a_guided_run_gets_past_the_mistakes_the_small_coder_made_and_is_verifie
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guided_js_test_written_as_a_plain_function_with_a_require_is_placed_and_registered() {
+    // The 0.5B's test on js-escape-all: a `require` of the module it tests, and a function that asserts
+    // but that no runner calls. Its require line went into html.js, which then declared `escapeHtml` twice.
+    let repo = Repo::with_files(&[
+        (
+            "package.json",
+            "{\"name\": \"m\", \"private\": true, \"scripts\": {\"test\": \"node --test\"}}\n",
+        ),
+        (
+            "html.js",
+            "\"use strict\";\n\nfunction escapeHtml(text) {\n  return String(text).replace(\"&\", \"&amp;\").replace(\"<\", \"&lt;\");\n}\n\nmodule.exports = { escapeHtml };\n",
+        ),
+        (
+            "test/html.test.js",
+            "\"use strict\";\nconst test = require(\"node:test\");\nconst assert = require(\"node:assert\");\nconst { escapeHtml } = require(\"../html.js\");\n\ntest(\"one special character is escaped\", () => {\n  assert.strictEqual(escapeHtml(\"a < b\"), \"a &lt; b\");\n});\n",
+        ),
+    ]);
+    let (run, requests) = guided_run(
+        &repo,
+        "javascript",
+        &[
+            "function escapeHtml(text) {\n  return String(text).replace(/&/g, \"&amp;\").replace(/</g, \"&lt;\");\n}\n",
+            "const escapeHtml = require(\"../html.js\");\n\nfunction testEscapesAll() {\n  assert.strictEqual(escapeHtml(\"a < b < c\"), \"a &lt; b &lt; c\");\n}\n",
+        ],
+        "escapeHtml escapes only the first one",
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", explain(&run));
+    assert_eq!(requests.len(), 2, "{}", explain(&run));
+    let r = report(&repo, "escapehtml-escapes-only-the-first-one");
+    assert_eq!(
+        json!([
+            r["status"],
+            r["gate"]["verdict"],
+            r["gate"]["bite"]["status"]
+        ]),
+        json!(["verified", "pass", "bites"])
+    );
+    let branch = r["branch"].as_str().unwrap();
+    let html = repo.git(&["show", &format!("{branch}:html.js")]);
+    assert!(
+        !html.contains("require") && !html.contains("testEscapesAll"),
+        "{html}"
+    );
+    let tests = repo.git(&["show", &format!("{branch}:test/html.test.js")]);
+    assert_eq!(
+        tests.matches("require(\"../html.js\")").count(),
+        1,
+        "{tests}"
+    );
+    assert!(
+        tests
+            .trim_end()
+            .ends_with("}\ntest(\"testEscapesAll\", testEscapesAll);"),
+        "{tests}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guided_rust_fix_with_a_test_in_the_crates_own_tests_module_is_verified() {
     // The test goes into `mod tests` of src/lib.rs, the only Rust file: putting the sources back at base
     // would take the test out with the fix, so the gate's bite check (which keeps tests) decides.

@@ -66,7 +66,8 @@ pub(super) fn is_test_name(name: &str) -> bool {
 /// Where a block goes: the source file whose definitions it shares most (a fix, perhaps with a Rust
 /// tests module); else, for a block of tests, the test file sharing most names with it, or the first test
 /// file (a Rust source file with its own tests module when there is none); else the first source file.
-/// Never a source file the block loads (`const { escapeHtml } = require("../html.js")`, `from stats import
+/// A JavaScript or TypeScript block that shares no name with the sources and asserts is a block of tests
+/// too. Never a source file the block loads (`const { escapeHtml } = require("../html.js")`, `from stats import
 /// median`): a module does not import itself, so that block is a test of it. The 0.5B's test block with
 /// such a line, written into `html.js` because it named `escapeHtml`, broke the module for three turns.
 pub(super) fn target(
@@ -103,12 +104,98 @@ pub(super) fn target(
     if let Some(rel) = best(&sources, false) {
         return Some(rel);
     }
-    if has_test_mark(block) || sources.len() < files.sources.len() {
+    // JavaScript's and TypeScript's test files get such functions registered ([`register_js_tests`]);
+    // elsewhere a function the runner would not collect is refused as code nothing calls.
+    let js = Lang::of(first).is_some_and(|l| !matches!(l, Lang::Python | Lang::Go));
+    if has_test_mark(block) || (js && asserts(block)) || sources.len() < files.sources.len() {
         if let Some(rel) = best(&files.tests, true).or(files.tests.first().cloned()) {
             return Some(rel);
         }
     }
     sources.first().or(files.tests.first()).cloned()
+}
+
+/// Whether JavaScript or TypeScript code asserts: `assert`, `expect(..)`, `.should`. New functions that share
+/// no name with the sources and assert are tests, whatever they are called (`function testHtmlTest()`).
+fn asserts(code: &str) -> bool {
+    code.contains("assert") || code.contains("expect(") || code.contains(".should")
+}
+
+/// A JavaScript or TypeScript test file runs its runner's calls (`test("name", fn)`, `it(..)`), not its
+/// functions: a function a block adds there that asserts, takes no parameter and that nothing calls
+/// (`function testEscapeHtml() { assert.. }`, the 0.5B's habit on js-escape-all) would never run, pass "on
+/// the old code" and teach the model nothing. Each gets a call of the file's own runner after it,
+/// `test("testEscapeHtml", testEscapeHtml);`. The new text and the names registered; None when there is
+/// nothing to register (another language, no runner call in the file, every function called).
+pub(super) fn register_js_tests(
+    rel: &str,
+    text: &str,
+    added: &[String],
+) -> Option<(String, Vec<String>)> {
+    let lang = Lang::of(rel).filter(|l| !matches!(l, Lang::Python | Lang::Go))?;
+    let tree = crate::gate::syntax::parse_clean(lang, text)?;
+    let root = tree.root_node();
+    let src = text.as_bytes();
+    let node_text = |n: tree_sitter::Node| n.utf8_text(src).unwrap_or_default();
+    // The runner: the first `test(..)` or `it(..)` call with a title, anywhere (inside a `describe` too).
+    let mut runner = None;
+    let mut uses: Vec<String> = Vec::new();
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "call_expression" && runner.is_none() {
+            let callee = n.child_by_field_name("function").map(node_text);
+            let titled = n
+                .child_by_field_name("arguments")
+                .and_then(|a| a.named_child(0))
+                .is_some_and(|a| matches!(a.kind(), "string" | "template_string"));
+            if let Some(c @ ("test" | "it")) = callee.filter(|_| titled) {
+                runner = Some(c.to_string());
+            }
+        }
+        if n.kind() == "identifier"
+            && n.parent()
+                .is_none_or(|p| p.kind() != "function_declaration")
+        {
+            uses.push(node_text(n).to_string());
+        }
+        let mut cursor = n.walk();
+        stack.extend(n.children(&mut cursor));
+    }
+    let runner = runner?;
+    let mut inserts: Vec<(usize, String)> = Vec::new();
+    let mut cursor = root.walk();
+    for node in root.named_children(&mut cursor) {
+        let decl = match node.kind() {
+            "function_declaration" => node,
+            "export_statement" => match node.child_by_field_name("declaration") {
+                Some(d) if d.kind() == "function_declaration" => d,
+                _ => continue,
+            },
+            _ => continue,
+        };
+        let Some(name) = decl.child_by_field_name("name").map(node_text) else {
+            continue;
+        };
+        let no_params = decl
+            .child_by_field_name("parameters")
+            .is_some_and(|p| p.named_child_count() == 0);
+        if added.iter().any(|a| a == name)
+            && no_params
+            && asserts(node_text(decl))
+            && !uses.iter().any(|u| u == name)
+        {
+            inserts.push((node.end_byte(), name.to_string()));
+        }
+    }
+    if inserts.is_empty() {
+        return None;
+    }
+    let mut out = text.to_string();
+    let names = inserts.iter().map(|(_, n)| n.clone()).collect();
+    for (at, name) in inserts.into_iter().rev() {
+        out.insert_str(at, &format!("\n{runner}(\"{name}\", {name});"));
+    }
+    Some((out, names))
 }
 
 /// Whether `block`, read as code of `rel`'s language, loads the module `rel` is: a Python import whose
@@ -237,6 +324,12 @@ mod tests {
             target(block, &files, texts).as_deref(),
             Some("test/html.test.js")
         );
+        // A new function that asserts is a test, whatever its name.
+        let named = "function testHtmlTest() {\n  assert.strictEqual(escapeHtml(\"<<\"), \"&lt;&lt;\");\n}\n";
+        assert_eq!(
+            target(named, &files, texts).as_deref(),
+            Some("test/html.test.js")
+        );
         // The fix itself still goes to the source, and `./html` names it as `../html.js` does.
         let fix = "function escapeHtml(t) {\n  return t.replace(/</g, \"&lt;\");\n}\n";
         assert_eq!(target(fix, &files, texts).as_deref(), Some("html.js"));
@@ -247,5 +340,33 @@ mod tests {
         ));
         assert!(!loads_file("const h = require('html');\n", "html.js"));
         assert!(!loads_file("from statistics import median\n", "stats.py"));
+    }
+
+    #[test]
+    fn a_js_test_function_nothing_calls_is_registered_with_the_files_runner() {
+        let text = "\"use strict\";\nconst test = require(\"node:test\");\nconst assert = require(\"node:assert\");\n\ntest(\"one\", () => {\n  assert.ok(true);\n});\n\nfunction testEscapesAll() {\n  assert.strictEqual(escapeHtml(\"<<\"), \"&lt;&lt;\");\n}\n\nfunction helper() {\n  return 1;\n}\n\nfunction called() {\n  assert.ok(helper());\n}\ntest(\"uses\", called);\n\nfunction withParam(x) {\n  assert.ok(x);\n}\n";
+        let added: Vec<String> = ["testEscapesAll", "helper", "called", "withParam"]
+            .map(String::from)
+            .to_vec();
+        let (out, names) = register_js_tests("test/html.test.js", text, &added).unwrap();
+        assert_eq!(names, ["testEscapesAll"]);
+        assert!(
+            out.contains(
+                "\"&lt;&lt;\");\n}\ntest(\"testEscapesAll\", testEscapesAll);\n\nfunction helper()"
+            ),
+            "{out}"
+        );
+        // A file of `describe`/`it` gets `it`; a file without a runner call, or another language, nothing.
+        let mocha = "describe(\"html\", () => {\n  it(\"escapes\", () => {});\n});\nfunction checkIt() {\n  expect(1).toBe(1);\n}\n";
+        let (out, _) = register_js_tests("a.test.js", mocha, &["checkIt".into()]).unwrap();
+        assert!(out.ends_with("}\nit(\"checkIt\", checkIt);\n"), "{out}");
+        assert_eq!(
+            register_js_tests("a.js", "function f() { assert(1); }\n", &["f".into()]),
+            None
+        );
+        assert_eq!(
+            register_js_tests("a_test.py", "def f():\n    assert 1\n", &["f".into()]),
+            None
+        );
     }
 }

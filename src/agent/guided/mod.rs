@@ -16,9 +16,11 @@
 //!    the model, short, with what to send next.
 //!
 //! What the 0.5B's replies taught (benchmark transcripts): code sent back as it was, comments reworded at
-//! most, is asked for again at once, hotter, not answered; the repository's own tests stay as they are
-//! while the rest of a block that rewrites one goes in; a test that fails with the fix comes out again,
-//! and goes back in with the next fix alone, so a failing test never sits in the file for later turns.
+//! most, is asked for again at once, hotter, not answered; the repository's own tests stay as they are while
+//! the rest of a block that rewrites one goes in; a test that fails with the fix comes out again, and goes
+//! back in with the next fix alone, so a failing test never sits in the file for later turns. A block that
+//! loads a source file is a test of it, never put into it; a JavaScript test written as a plain function gets
+//! its runner's call, so it runs.
 //!
 //! The turns, wall time, transcript, commit and gate are the tool loop's.
 
@@ -39,7 +41,7 @@ use crate::tools::{Submission, ToolError};
 use asks::{ask_fix, ask_test, short_output};
 pub(super) use asks::{first_message, focus, symptom};
 pub(super) use blocks::is_code;
-use blocks::{code_blocks, fence, is_test_code, is_test_name, target};
+use blocks::{code_blocks, fence, is_test_code, is_test_name, register_js_tests, target};
 
 /// What a turn's blocks changed.
 #[derive(Debug, Default)]
@@ -426,6 +428,19 @@ impl Agent<'_> {
                     names.join(", ")
                 )));
             }
+            // A JavaScript test written as a plain function gets its runner's call.
+            let mut registered = Vec::new();
+            if files.tests.contains(&rel) {
+                let before = definitions::defined(&rel, &old).unwrap_or_default();
+                let new: Vec<String> = definitions::defined(&rel, &content)
+                    .unwrap_or_default()
+                    .difference(&before)
+                    .cloned()
+                    .collect();
+                if let Some((text, names)) = register_js_tests(&rel, &content, &new) {
+                    (content, registered) = (text, names);
+                }
+            }
             if same_code(&rel, &old, &content) {
                 continue;
             }
@@ -475,6 +490,11 @@ impl Agent<'_> {
                 _ => applied.changed_code = true,
             }
             applied.done.push(format!("{rel}: {}", first_line(&text)));
+            for name in registered {
+                applied.done.push(format!(
+                    "{rel}: `{name}` registered as a test, it was never called"
+                ));
+            }
         }
         if applied.undo.is_empty() {
             return Err(NotApplied::Unchanged);
