@@ -199,9 +199,9 @@ pub(super) fn register_js_tests(
 }
 
 /// Whether `block`, read as code of `rel`'s language, loads the module `rel` is: a Python import whose
-/// module ends in its stem (`stats`, `.stats`, `pkg.stats`), a JavaScript or TypeScript specifier whose
-/// last part is its file (`../html.js`, `./html`). A package's `__init__.py` and `index.js` are named by
-/// their directory.
+/// module is its stem (`stats`, `.stats`) or ends in its path (`pkg.stats`), a JavaScript or TypeScript
+/// specifier whose last part is its file (`../html.js`, `./html`). A package's `__init__.py` and
+/// `index.js` are named by their directory.
 fn loads_file(block: &str, rel: &str) -> bool {
     let Some(lang) = Lang::of(rel) else {
         return false;
@@ -221,7 +221,21 @@ fn loads_file(block: &str, rel: &str) -> bool {
         return false;
     };
     modules.iter().any(|m| match lang {
-        Lang::Python => m.rsplit('.').next() == Some(own.as_str()),
+        // `stats` and `.stats` by the stem; `pkg.stats` only where the path ends so (`from django.utils
+        // import x` does not load `myapp/utils.py`).
+        Lang::Python => match m.trim_start_matches('.').rsplit_once('.') {
+            _ if m.starts_with('.') => m.rsplit('.').next() == Some(own.as_str()),
+            None => *m == own,
+            Some(_) => {
+                let tail = m.replace('.', "/");
+                rel.strip_suffix(".py").is_some_and(|r| {
+                    r == tail
+                        || r.ends_with(&format!("/{tail}"))
+                        || r == format!("{tail}/__init__")
+                        || r.ends_with(&format!("/{tail}/__init__"))
+                })
+            }
+        },
         Lang::Go => false,
         Lang::JavaScript | Lang::TypeScript | Lang::Tsx => {
             let p = std::path::Path::new(m.as_str());
@@ -340,6 +354,16 @@ mod tests {
         ));
         assert!(!loads_file("const h = require('html');\n", "html.js"));
         assert!(!loads_file("from statistics import median\n", "stats.py"));
+        assert!(loads_file(
+            "from pkg.stats import median\n",
+            "src/pkg/stats.py"
+        ));
+        assert!(loads_file("from . import stats\n", "pkg/stats.py"));
+        assert!(loads_file("import pkg\n", "pkg/__init__.py"));
+        assert!(!loads_file(
+            "from django.utils import timezone\n",
+            "myapp/utils.py"
+        ));
     }
 
     #[test]
