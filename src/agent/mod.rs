@@ -490,6 +490,7 @@ fn guided_start(
         sources: Vec::new(),
         tests: Vec::new(),
         focus: String::new(),
+        focus_defs: Vec::new(),
         symptom: guided::symptom(&task),
     };
     for rel in &view.shown {
@@ -519,7 +520,8 @@ fn guided_start(
         .filter(|(rel, _)| files.sources.contains(rel))
         .cloned()
         .collect();
-    files.focus = guided::focus(&task, &sources);
+    files.focus_defs = guided::focus_defs(&task, &sources);
+    files.focus = guided::focus(&files.focus_defs);
     // The tests first and the sources last, nearest the ask: a small model answers with the last code it saw.
     texts.sort_by_key(|(rel, _)| files.sources.contains(rel));
     Some((guided::first_message(&task, &texts), files))

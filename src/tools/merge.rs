@@ -273,6 +273,15 @@ impl Merge<'_> {
     }
 }
 
+/// The text of the definition `name` (a full name as [`Merged`] lists them: `median`, `Stats.mean`,
+/// `Stack::push`) in `text`, its attributes and doc comments with it where the parser counts them in; None
+/// when `text` does not parse or holds no such definition.
+pub(crate) fn definition(rel: &str, text: &str, name: &str) -> Option<String> {
+    let units = units(rel, text)?;
+    let (unit, _) = find(&units, name, "")?;
+    text.get(unit.range.clone()).map(str::to_string)
+}
+
 /// `text` with the definition `name` (a full name as [`Merged`] lists them: `test_x`, `TestA.test_y`,
 /// `mod tests.t`, `test "title"`) renamed to a name `taken` does not refuse (`test_x_2`, `"title (2)"`),
 /// and that name; None when `text` does not hold it. A small model asked for a new test often sends an

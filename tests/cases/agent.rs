@@ -2453,6 +2453,57 @@ async fn a_guided_run_gets_past_the_mistakes_the_small_coder_made_and_is_verifie
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guided_run_with_a_failing_test_asks_for_the_fix_with_the_code_and_takes_no_more_tests() {
+    // The 1.5B on the quick start's task: asked for the fix, it wrote a failing test, and then, asked for
+    // the fix again after each, its test file again, nine times running.
+    let repo = calc_repo();
+    let (run, requests) = guided_run(
+        &repo,
+        "python",
+        &[
+            NEW_TEST,
+            "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_add_more():\n    assert add(1, 1) == 2\n",
+            "def add(a, b):\n    return a + b\n",
+        ],
+        "add subtracts. `add(2, 3)` returns `-1`, not `5`.",
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", explain(&run));
+    assert_eq!(requests.len(), 3, "{}", explain(&run));
+    let asks: Vec<String> = requests.iter().map(last_user).collect();
+    // The ask for the fix ends with the function to fix, nearest the ask, not with the test's failure.
+    assert!(
+        asks[1].starts_with("Good: your test fails on the current code")
+            && asks[1].contains(
+                "`add` as calc.py has it now:\n```python\ndef add(a, b):\n    return a - b\n```\n\nFix the \
+                 issue in `add` (calc.py)."
+            ),
+        "{}",
+        asks[1]
+    );
+    // Another test instead of the fix: not applied, the fix asked for again with the code.
+    assert!(
+        asks[2].starts_with("Not applied: vouch has your test already")
+            && asks[2].contains(
+                "`add` as calc.py has it now:\n```python\ndef add(a, b):\n    return a - b\n```"
+            ),
+        "{}",
+        asks[2]
+    );
+    let r = report(&repo, "add-subtracts-add-2-3-returns-1-not-5");
+    assert_eq!(
+        json!([r["status"], r["gate"]["bite"]["status"]]),
+        json!(["verified", "bites"])
+    );
+    let branch = r["branch"].as_str().unwrap();
+    let tests = repo.git(&["show", &format!("{branch}:test_calc.py")]);
+    assert!(
+        tests.contains("def test_add():") && !tests.contains("test_add_more"),
+        "{tests}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guided_js_test_written_as_a_plain_function_with_a_require_is_placed_and_registered() {
     // The 0.5B's test on js-escape-all: a `require` of the module it tests, and a function that asserts
     // but that no runner calls. Its require line went into html.js, which then declared `escapeHtml` twice.

@@ -27,16 +27,19 @@ pub(super) fn ask_fix(lang: &str, focus: &str) -> String {
     )
 }
 
-/// The definitions of the sources that the task names (`median` in "`median([])` raises"), as
-/// " in `median` (stats.py)"; empty when it names none.
-pub(in crate::agent) fn focus(task: &str, sources: &[(String, String)]) -> String {
+/// The definitions of the sources that the task names most often (`median` in "`median([])` raises"), as
+/// (file, definition); empty when it names none, or more than three equally.
+pub(in crate::agent) fn focus_defs(
+    task: &str,
+    sources: &[(String, String)],
+) -> Vec<(String, String)> {
     let words: Vec<&str> = task
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .filter(|w| w.len() > 2)
         .collect();
     // The definitions named most often: "median of no values ... `median([])` ... as `mean([])` raises"
     // is about median.
-    let mut named: Vec<(usize, String)> = Vec::new();
+    let mut named: Vec<(usize, (String, String))> = Vec::new();
     for (rel, text) in sources {
         let Some(defs) = definitions::defined(rel, text) else {
             continue;
@@ -45,24 +48,40 @@ pub(in crate::agent) fn focus(task: &str, sources: &[(String, String)]) -> Strin
             let last = d.rsplit(['.', ':']).next().unwrap_or(&d);
             let count = words.iter().filter(|w| **w == last).count();
             if count > 0 && !is_test_name(&d) {
-                named.push((count, format!("`{d}` ({rel})")));
+                named.push((count, (rel.clone(), d)));
             }
         }
     }
     let most = named.iter().map(|(n, _)| *n).max().unwrap_or(0);
     named.retain(|(n, _)| *n == most);
-    match named.len() {
-        0 => String::new(),
-        n if n > 3 => String::new(),
-        _ => format!(
-            " in {}",
-            named
-                .into_iter()
-                .map(|(_, s)| s)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+    if named.len() > 3 {
+        return Vec::new();
     }
+    named.into_iter().map(|(_, d)| d).collect()
+}
+
+/// [`focus_defs`] as the ask says it: " in `median` (stats.py)"; empty for none.
+pub(in crate::agent) fn focus(defs: &[(String, String)]) -> String {
+    if defs.is_empty() {
+        return String::new();
+    }
+    let named: Vec<String> = defs
+        .iter()
+        .map(|(rel, d)| format!("`{d}` ({rel})"))
+        .collect();
+    format!(" in {}", named.join(", "))
+}
+
+/// The code to fix, shown again just before the ask for the fix once a test shows the issue: a small model
+/// answers with the last code it saw, and after a failing test that was its test (the 1.5B on the quick
+/// start's task sent its test file nine times running, asked for the fix each time). Each item is what it
+/// is (`` `word_count` as src/lib.rs has it now ``) and its code.
+pub(super) fn show_code(lang: &str, items: &[(String, String)]) -> String {
+    let mut out = String::new();
+    for (what, code) in items {
+        out.push_str(&format!("{what}:\n```{lang}\n{}\n```\n\n", code.trim_end()));
+    }
+    out
 }
 
 /// The first sentence of the task that shows the bug with a call in inline code (`` `topK([5, 40, 300], 1)`

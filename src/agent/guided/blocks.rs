@@ -266,6 +266,7 @@ mod tests {
             sources: vec!["stats.py".into(), "report.py".into()],
             tests: vec!["tests/test_stats.py".into()],
             focus: String::new(),
+            focus_defs: Vec::new(),
             symptom: None,
         };
         let texts = |rel: &str| -> Option<String> {
@@ -321,6 +322,7 @@ mod tests {
             sources: vec!["html.js".into()],
             tests: vec!["test/html.test.js".into()],
             focus: String::new(),
+            focus_defs: Vec::new(),
             symptom: None,
         };
         let texts = |rel: &str| -> Option<String> {

@@ -38,8 +38,8 @@ use crate::gate::outcome::Claim;
 use crate::tools::same_code::same_code;
 use crate::tools::{definitions, merge};
 use crate::tools::{Submission, ToolError};
-use asks::{ask_fix, ask_test, short_output};
-pub(super) use asks::{first_message, focus, symptom};
+use asks::{ask_fix, ask_test, short_output, show_code};
+pub(super) use asks::{first_message, focus, focus_defs, symptom};
 pub(super) use blocks::is_code;
 use blocks::{code_blocks, fence, is_test_code, is_test_name, register_js_tests, target};
 
@@ -102,6 +102,8 @@ pub(super) struct Files {
     pub tests: Vec<String>,
     /// Where the task points in the sources, for the ask ([`focus`]).
     pub focus: String,
+    /// The definitions it points at, as (file, name) ([`focus_defs`]).
+    pub focus_defs: Vec<(String, String)>,
     /// The task's sentence that shows the bug with a call, for the ask for a test ([`symptom`]).
     pub symptom: Option<String>,
 }
@@ -128,6 +130,8 @@ impl Agent<'_> {
         let mut reproduced = false;
         // A fix is in and the tests passed with it before any test was written.
         let mut fixed_first = false;
+        // A fix was tried since the test showed the issue: until then only the fix is taken, not more tests.
+        let mut fix_tried = false;
         let mut done: Vec<String> = Vec::new();
         // The code of every reply so far: a small model sends the same wrong code again, turn after turn.
         let mut replies: Vec<Vec<String>> = Vec::new();
@@ -221,6 +225,22 @@ impl Agent<'_> {
                 );
                 continue;
             }
+            if reproduced && !fix_tried && !applied.fix && !applied.tests.is_empty() {
+                // More tests where the fix was asked for (the 1.5B rewrote its failing test file nine times
+                // running on the quick start's task): the test is there already; the fix comes next.
+                self.undo(&applied.undo);
+                let code = self.focus_code(&files, lang);
+                self.nudge(
+                    NudgeKind::Guided,
+                    &format!(
+                        "Not applied: vouch has your test already, and it fails on the current code as it \
+                         should. Now the fix, not another test.\n\n{code}{}",
+                        ask_fix(lang, &files.focus)
+                    ),
+                );
+                continue;
+            }
+            fix_tried |= reproduced && applied.fix;
             if applied.fix && applied.tests.is_empty() && !pending.is_empty() {
                 // The fix the failing test asked for: the test goes back in with it.
                 if let Ok(more) = self.apply_blocks(&pending, &files).await {
@@ -263,8 +283,9 @@ impl Agent<'_> {
                     self.nudge(
                         NudgeKind::Guided,
                         &format!(
-                            "Good: your test fails on the current code, so it shows the issue:\n{}\n\n{}",
+                            "Good: your test fails on the current code, so it shows the issue:\n{}\n\n{}{}",
                             short_output(&output),
+                            self.focus_code(&files, lang),
                             ask(true, false)
                         ),
                     );
@@ -500,6 +521,28 @@ impl Agent<'_> {
             return Err(NotApplied::Unchanged);
         }
         Ok(applied)
+    }
+
+    /// The code the task points at as the files have it now, for [`show_code`]: its focus definitions, else
+    /// the only source file when it is short; empty when there is neither.
+    fn focus_code(&self, files: &Files, lang: &str) -> String {
+        let mut items: Vec<(String, String)> = files
+            .focus_defs
+            .iter()
+            .filter_map(|(rel, name)| {
+                let text = self.read_rel(rel)?;
+                let code = merge::definition(rel, &text, name)?;
+                Some((format!("`{name}` as {rel} has it now"), code))
+            })
+            .collect();
+        if items.is_empty() {
+            if let [rel] = files.sources.as_slice() {
+                if let Some(text) = self.read_rel(rel).filter(|t| t.len() <= 4000) {
+                    items.push((format!("{rel} as it is now"), text));
+                }
+            }
+        }
+        show_code(lang, &items)
     }
 
     /// The definitions a file has at the run's base; empty for a file new since.
