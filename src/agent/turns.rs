@@ -373,7 +373,10 @@ impl Agent<'_> {
             "  turn {}/{}  {:<24} prompt {}{cache}  completion {}{}",
             self.turns,
             self.rails.limits().max_turns,
-            if names.is_empty() {
+            if names.is_empty() && self.plain {
+                // The guided strategy asks for code, not calls.
+                "(code reply)".to_string()
+            } else if names.is_empty() {
                 "(no tool call)".to_string()
             } else {
                 names.join(", ")

@@ -2490,6 +2490,19 @@ async fn a_guided_run_with_a_failing_test_asks_for_the_fix_with_the_code_and_tak
         "{}",
         asks[2]
     );
+    // The console says what each reply was and how each test run ended, not the command it ran.
+    assert!(
+        run.stderr.contains("(code reply)")
+            && run
+                .stderr
+                .contains("turn 1: run_tests: Tests failed (exit 1). Failing tests: ")
+            && run
+                .stderr
+                .contains("turn 3: run_tests: Tests passed (exit 0).")
+            && !run.stderr.contains("(no tool call)"),
+        "{}",
+        run.stderr
+    );
     let r = report(&repo, "add-subtracts-add-2-3-returns-1-not-5");
     assert_eq!(
         json!([r["status"], r["gate"]["bite"]["status"]]),

@@ -679,10 +679,9 @@ impl Agent<'_> {
             result: text.clone(),
         });
         self.ui.line(&format!(
-            "  turn {}: {name} {}: {}",
+            "  turn {}: {name}: {}",
             self.turns,
-            args.get("path").and_then(|p| p.as_str()).unwrap_or(""),
-            first_line(&text)
+            result_line(&text)
         ));
         (ok, text)
     }
@@ -715,10 +714,47 @@ fn as_new_tests(
     (m.held.is_empty() && !m.added.is_empty()).then_some((m, names))
 }
 
+/// A tool result as one console line: what a write did (`Replaced src/lib.rs: 453 bytes, 21 lines.`), how a
+/// test run ended and which tests failed (`Tests failed (exit 101). Failing tests: a, b`), not the command.
+fn result_line(text: &str) -> String {
+    let mut lines = text
+        .lines()
+        .filter(|l| !l.starts_with("$ ") && !l.trim().is_empty());
+    let head = lines.next().unwrap_or("");
+    let failing = text.lines().find(|l| l.starts_with("Failing tests:"));
+    let line = match failing {
+        Some(f) if f != head => format!("{head} {f}"),
+        _ => head.to_string(),
+    };
+    first_line(&line).to_string()
+}
+
 fn first_line(text: &str) -> &str {
     let line = text.lines().next().unwrap_or("");
     match line.char_indices().nth(160) {
         Some((i, _)) => &line[..i],
         None => line,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_result_is_one_line_saying_how_it_ended() {
+        let run = "$ cargo test --no-fail-fast\nTests failed (exit 101).\nFailing tests: a, b\nFirst error: boom\n";
+        assert_eq!(
+            result_line(run),
+            "Tests failed (exit 101). Failing tests: a, b"
+        );
+        assert_eq!(
+            result_line("$ npm test --silent\nTests passed (exit 0).\nTAP version 13\n"),
+            "Tests passed (exit 0)."
+        );
+        assert_eq!(
+            result_line("Replaced src/lib.rs: 453 bytes, 21 lines."),
+            "Replaced src/lib.rs: 453 bytes, 21 lines."
+        );
     }
 }
