@@ -354,9 +354,12 @@ fn synthetic_commit(
                 };
                 update.upsert(path.as_str(), blob, mode);
             }
-            None => {
+            // Absent: removed where base has it; a file base lacks (one the change added, taken out
+            // again) is absent already, and git2 refuses to remove it.
+            None if base_tree.get_path(Path::new(path)).is_ok() => {
                 update.remove(path.as_str());
             }
+            None => {}
         }
     }
     let tree_id = update.create_updated(repo, &base_tree)?;

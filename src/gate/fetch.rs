@@ -98,7 +98,8 @@ fn cargo_home() -> Option<PathBuf> {
 }
 
 /// The room's lock file, when it has one: a room whose lock file is the one of the last fetch that worked
-/// in this cache has its crates (checking costs a sandboxed cargo run per room, about a tenth of a second).
+/// in this cache, and whose registry crates are all in the cargo home, has its crates (checking with cargo
+/// costs a sandboxed run per room, about a tenth of a second).
 fn lock_file(env: &StepEnv) -> Option<Vec<u8>> {
     std::fs::read(env.room.join("Cargo.lock")).ok()
 }
@@ -110,8 +111,13 @@ fn marker(env: &StepEnv) -> PathBuf {
 
 async fn fetch(env: &StepEnv, cancel: &CancellationToken) -> Fetched {
     let lock = lock_file(env);
-    if lock.is_some() && std::fs::read(marker(env)).ok() == lock {
-        return Fetched::Present;
+    // The record alone is not enough: the cargo home may be another, or emptied, since (fd's rooms, gated
+    // again with an empty `CARGO_HOME`, failed offline on every step).
+    let present = |lock: &[u8]| cargo_home().is_some_and(|home| crates_present(lock, &home));
+    if let Some(lock) = &lock {
+        if std::fs::read(marker(env)).ok().as_ref() == Some(lock) && present(lock) {
+            return Fetched::Present;
+        }
     }
     let remember = |fetched: Fetched| {
         // The lock file as cargo left it: a fetch writes one where there was none.
@@ -135,6 +141,43 @@ async fn fetch(env: &StepEnv, cancel: &CancellationToken) -> Fetched {
         Ok(o) => Fetched::Failed(first_error(&o.head_and_tail())),
         Err(e) => Fetched::Failed(format!("`cargo fetch` could not start: {e:#}")),
     }
+}
+
+/// Whether every registry crate `lock` names is in the cargo home's download cache
+/// (`registry/cache/<index>/<name>-<version>.crate`): what cargo needs to build offline. A few hundred file
+/// checks, against a sandboxed `cargo fetch --offline` per room.
+fn crates_present(lock: &[u8], home: &Path) -> bool {
+    #[derive(Deserialize)]
+    struct Lock {
+        #[serde(default)]
+        package: Vec<Package>,
+    }
+    #[derive(Deserialize)]
+    struct Package {
+        name: String,
+        version: String,
+        source: Option<String>,
+    }
+    let Some(lock) = std::str::from_utf8(lock)
+        .ok()
+        .and_then(|t| toml::from_str::<Lock>(t).ok())
+    else {
+        return false;
+    };
+    let caches: Vec<PathBuf> = std::fs::read_dir(home.join("registry").join("cache"))
+        .map(|dir| dir.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    lock.package
+        .iter()
+        .filter(|p| {
+            p.source
+                .as_deref()
+                .is_some_and(|s| s.starts_with("registry+") || s.starts_with("sparse+"))
+        })
+        .all(|p| {
+            let file = format!("{}-{}.crate", p.name, p.version);
+            caches.iter().any(|dir| dir.join(&file).is_file())
+        })
 }
 
 /// Runs `cargo fetch` in the room, sandboxed: offline, or with the network and cargo's download caches
@@ -195,6 +238,21 @@ fn first_error(output: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn crates_are_present_when_the_cargo_home_holds_every_registry_crate_of_the_lock() {
+        let home = tempfile::tempdir().unwrap();
+        let lock = b"version = 3\n\n[[package]]\nname = \"m\"\nversion = \"0.1.0\"\n\n[[package]]\nname = \"memchr\"\nversion = \"2.8.3\"\nsource = \"registry+https://github.com/rust-lang/crates.io-index\"\n";
+        assert!(!crates_present(lock, home.path()));
+        let cache = home
+            .path()
+            .join("registry/cache/index.crates.io-1949cf8c6b5b557f");
+        std::fs::create_dir_all(&cache).unwrap();
+        assert!(!crates_present(lock, home.path()));
+        std::fs::write(cache.join("memchr-2.8.3.crate"), b"").unwrap();
+        assert!(crates_present(lock, home.path()));
+        assert!(!crates_present(b"not toml [", home.path()));
+    }
 
     #[test]
     fn the_first_error_is_quoted_with_its_next_line() {

@@ -258,6 +258,14 @@ fn crates_missing_from_cargos_cache_are_fetched_before_the_offline_steps() {
     let repo = finder();
     let home = repo.tmp.path().join("cargo-home");
     std::fs::create_dir_all(&home).unwrap();
+    // A committed lock file, as fd has: the rooms remember the lock of their last fetch.
+    let locked = std::process::Command::new("cargo")
+        .args(["generate-lockfile", "--quiet"])
+        .current_dir(&repo.dir)
+        .env("CARGO_HOME", repo.tmp.path().join("cargo-home-lock"))
+        .output()
+        .unwrap();
+    assert!(locked.status.success(), "{locked:?}");
     commit_fix(&repo, &[("memrchr", "memchr")], "find the first occurrence");
     let home_s = home.to_string_lossy().into_owned();
     let g = repo.gate_env(&["--base", "HEAD~1"], &[("CARGO_HOME", &home_s)]);
@@ -270,6 +278,42 @@ fn crates_missing_from_cargos_cache_are_fetched_before_the_offline_steps() {
     // The second gate finds everything in the cache and says the same.
     let again = repo.gate_env(&["--base", "HEAD~1"], &[("CARGO_HOME", &home_s)]);
     assert_eq!(again.verdict(), "pass", "{}", again.explain());
+    // Another empty cargo home, with the rooms of the first: the rooms' record of the last fetch must not
+    // pass for crates the new home lacks (on fd, every step failed offline and the fix got `fail`).
+    let other = repo.tmp.path().join("cargo-home-2");
+    std::fs::create_dir_all(&other).unwrap();
+    let other_s = other.to_string_lossy().into_owned();
+    let moved = repo.gate_env(&["--base", "HEAD~1"], &[("CARGO_HOME", &other_s)]);
+    assert_eq!(moved.verdict(), "pass", "{}", moved.explain());
+    assert!(
+        !files_named(&other.join("registry"), "memchr-2.8.3", ".crate").is_empty(),
+        "memchr was not downloaded into the second cargo home"
+    );
+}
+
+#[test]
+fn a_change_that_adds_a_production_file_beside_its_fix_is_judged_hunk_by_hunk() {
+    // The per-hunk check reverts each production hunk alone; reverting an added file took it out of base's
+    // tree, which does not have it, and git refused: exit 3 on every change that adds a file (a module, a
+    // committed Cargo.lock) beside another production change.
+    let repo = krate();
+    repo.write("src/lib.rs", &format!("pub mod sign;\n\n{}", fixed()));
+    repo.write(
+        "src/sign.rs",
+        "/// Whether `x` is below zero.\npub fn negative(x: i64) -> bool {\n    x < 0\n}\n",
+    );
+    repo.write("tests/abs.rs", ABS_TEST);
+    repo.commit("fix abs, and a sign module");
+    let g = repo.gate(&["--base", "HEAD~1"]);
+    assert_eq!(g.run.code, 0, "{}", g.explain());
+    assert_eq!(
+        (g.verdict(), g.report()["bite"]["status"].as_str()),
+        ("pass", Some("bites")),
+        "{}",
+        g.explain()
+    );
+    let hunks = serde_json::to_string(&g.report()["bite"]["hunks"]).unwrap();
+    assert!(hunks.contains("src/sign.rs"), "{hunks}");
 }
 
 #[test]
