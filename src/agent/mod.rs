@@ -15,6 +15,7 @@
 //! records.
 
 pub mod elide;
+mod format;
 mod guided;
 pub mod limits;
 mod next_step;
@@ -247,6 +248,17 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
             )
         }),
     };
+    // The project's formatter, applied to the run's files before each commit.
+    let formatter = profile.as_ref().and_then(|p| {
+        format::Formatter::new(
+            p,
+            &wt.dir,
+            records.logs(),
+            cfg.cache.join("agent").join(&cfg.task.id),
+            sandbox.clone(),
+            readable.clone(),
+        )
+    });
     if let Some(warning) = sandbox.warning() {
         ui.line(&format!("  WARNING  {warning}"));
     }
@@ -339,6 +351,7 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         registry,
         workspace,
         settings,
+        formatter,
         wt,
         transcript,
         messages,
@@ -568,6 +581,8 @@ struct Agent<'a> {
     registry: Registry,
     workspace: Workspace,
     settings: Settings,
+    /// The project's formatter, run on the run's files before each commit.
+    formatter: Option<format::Formatter>,
     wt: Worktree,
     transcript: Transcript,
     messages: Vec<ChatMessage>,

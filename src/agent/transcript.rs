@@ -105,6 +105,13 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,
     },
+    /// The project's formatter ran before a commit: the run's files it changed, its steps, and the other
+    /// files it touched, put back.
+    Formatted {
+        files: Vec<String>,
+        steps: Vec<String>,
+        restored: Vec<String>,
+    },
     /// The gate's whole report on a commit.
     Gate { commit: String, report: Box<Report> },
     /// The gate could not run.

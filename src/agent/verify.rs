@@ -75,6 +75,34 @@ impl Agent<'_> {
         }
     }
 
+    /// The project's formatter over the run's files, before the commit ([`super::format`]). A formatter
+    /// that cannot run changes nothing: the gate's format step judges the files as they are.
+    async fn format(&mut self) {
+        let Some(formatter) = &self.formatter else {
+            return;
+        };
+        let changed = self.workspace.changed();
+        match formatter.apply(&changed.paths, &self.limit).await {
+            Ok(done) => {
+                if !done.files.is_empty() {
+                    self.ui.line(&format!(
+                        "  formatted {} ({})",
+                        done.files.join(", "),
+                        done.ran.join(", ")
+                    ));
+                }
+                if !done.files.is_empty() || !done.restored.is_empty() {
+                    self.transcript.event(&Event::Formatted {
+                        files: done.files,
+                        steps: done.ran,
+                        restored: done.restored,
+                    });
+                }
+            }
+            Err(e) => tracing::warn!("formatting before the commit: {e:#}"),
+        }
+    }
+
     async fn commit_and_gate(&mut self, summary: &str) -> Result<Gated> {
         let author = signature(&self.wt.repo, self.cfg.author.as_deref())?;
         let mut message = format!("{}\n\n", self.cfg.task.title);
@@ -90,6 +118,7 @@ impl Agent<'_> {
                 String::from_utf8_lossy(author.email_bytes())
             ));
         }
+        self.format().await;
         let Some(oid) = self
             .wt
             .commit(&message, &author, &self.workspace.changed())?

@@ -208,6 +208,10 @@ pub struct Step {
     /// Fail when the command prints anything on stdout (like `gofmt -l`), even if it exits 0.
     #[serde(default)]
     pub fail_if_output: bool,
+    /// Format steps: the command that formats the tree in place (`cargo fmt --all`). `vouch run` applies it
+    /// before each commit and keeps what it changed in the run's own files; the gate never runs it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix: Option<Vec<String>>,
     /// Fail when the tool's structured output has warnings, even if it exits 0: clippy run without `-D
     /// warnings`, so that a lint in a library does not stop its tests and benches from being checked.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

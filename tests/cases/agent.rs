@@ -2517,6 +2517,51 @@ async fn a_guided_run_with_a_failing_test_asks_for_the_fix_with_the_code_and_tak
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guided_test_that_calls_what_the_code_does_not_have_shows_no_issue() {
+    // The 1.5B's first reply on the quick start's task, once: a test of a `line_count` the crate never had.
+    // It failed to compile, and was taken as the test that shows the issue.
+    let repo = calc_repo();
+    let (run, requests) = guided_run(
+        &repo,
+        "python",
+        &[
+            "from calc import add, add_all\n\n\ndef test_add_all():\n    assert add_all([2, 3]) == 5\n",
+            "def add(a, b):\n    return a + b\n",
+            "from calc import add\n\n\ndef test_add_mean():\n    assert mean_of([2])\n",
+            NEW_TEST,
+        ],
+        "add subtracts. `add(2, 3)` returns `-1`, not `5`.",
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", explain(&run));
+    let asks: Vec<String> = requests.iter().map(last_user).collect();
+    assert!(
+        asks[1].starts_with("Not applied: your test fails before it tests anything: ImportError")
+            && asks[1].contains("Fix the issue in `add` (calc.py)"),
+        "{}",
+        asks[1]
+    );
+    // After the fix, a test that calls a name nowhere defined: the test, not the fix, is what is wrong.
+    assert!(
+        asks[3].starts_with("Not applied: your test fails before it tests anything: NameError")
+            && asks[3].contains("Now write one new test function"),
+        "{}",
+        asks[3]
+    );
+    let r = report(&repo, "add-subtracts-add-2-3-returns-1-not-5");
+    assert_eq!(
+        json!([r["status"], r["gate"]["bite"]["status"]]),
+        json!(["verified", "bites"])
+    );
+    let branch = r["branch"].as_str().unwrap();
+    let tests = repo.git(&["show", &format!("{branch}:test_calc.py")]);
+    assert!(
+        !tests.contains("add_all") && !tests.contains("mean_of"),
+        "{tests}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guided_js_test_written_as_a_plain_function_with_a_require_is_placed_and_registered() {
     // The 0.5B's test on js-escape-all: a `require` of the module it tests, and a function that asserts
     // but that no runner calls. Its require line went into html.js, which then declared `escapeHtml` twice.
@@ -2572,6 +2617,56 @@ async fn a_guided_js_test_written_as_a_plain_function_with_a_require_is_placed_a
             .trim_end()
             .ends_with("}\ntest(\"testEscapesAll\", testEscapesAll);"),
         "{tests}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unformatted_fix_is_formatted_before_the_commit_and_the_gate_passes_it() {
+    // The 1.5B's fix on the quick start's task passed the tests and bit, and the gate failed it on
+    // `cargo fmt --check`; fourteen replies later it was still the same code.
+    let repo = Repo::with_files(&[
+        ("Cargo.toml", CRATE_TOML),
+        (".gitignore", "/target\n"),
+        ("src/lib.rs", CRATE_LIB),
+        ("tests/api.rs", CRATE_API_TEST),
+    ]);
+    let (run, requests) = guided_run(
+        &repo,
+        "rust",
+        &[
+            "pub fn abs(x: i64) -> i64 { if x < 0 { -x } else { x } }\n",
+            "#[test]\nfn abs_of_negative_is_positive() { assert_eq!(calc::abs(-3), 3); }\n",
+        ],
+        "abs of a negative number is negative",
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", explain(&run));
+    assert_eq!(requests.len(), 2, "{}", explain(&run));
+    assert!(
+        run.stderr
+            .contains("formatted src/lib.rs, tests/api.rs (fmt)"),
+        "{}",
+        run.stderr
+    );
+    let r = report(&repo, "abs-of-a-negative-number-is-negative");
+    assert_eq!(
+        json!([
+            r["status"],
+            r["gate"]["verdict"],
+            r["gate"]["bite"]["status"]
+        ]),
+        json!(["verified", "pass", "bites"])
+    );
+    let branch = r["branch"].as_str().unwrap();
+    let lib = repo.git(&["show", &format!("{branch}:src/lib.rs")]);
+    assert!(
+        lib.contains("pub fn abs(x: i64) -> i64 {\n    if x < 0 {\n        -x\n    } else {\n        x\n    }\n}"),
+        "{lib}"
+    );
+    let test = repo.git(&["show", &format!("{branch}:tests/api.rs")]);
+    assert!(
+        test.contains("fn abs_of_negative_is_positive() {\n    assert_eq!(calc::abs(-3), 3);\n}"),
+        "{test}"
     );
 }
 

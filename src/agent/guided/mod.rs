@@ -37,7 +37,7 @@ use crate::agent::transcript::Event;
 use crate::gate::outcome::Claim;
 use crate::tools::same_code::same_code;
 use crate::tools::{definitions, merge};
-use crate::tools::{Submission, ToolError};
+use crate::tools::{Submission, TestResult, ToolError};
 use asks::{ask_fix, ask_test, short_output, show_code};
 pub(super) use asks::{first_message, focus, focus_defs, symptom};
 pub(super) use blocks::is_code;
@@ -275,6 +275,22 @@ impl Agent<'_> {
                 .await;
             let new_test = applied.tests.iter().any(|t| !added_tests.contains(t));
             if !reproduced && !fixed_first {
+                let last = self.settings.tests.as_ref().and_then(|t| t.last());
+                let broken = last.as_ref().and_then(does_not_run);
+                if let Some(error) = broken.filter(|_| !applied.fix && new_test && !passed) {
+                    // A test that does not build, or calls what the code does not have (the 1.5B's test of
+                    // a `line_count` the crate never had), fails, but shows nothing of the issue.
+                    self.undo(&applied.undo);
+                    self.nudge(
+                        NudgeKind::Guided,
+                        &format!(
+                            "Not applied: your test fails before it tests anything: {error}. A test calls the \
+                             code as it is.\n\n{}",
+                            ask(false, false)
+                        ),
+                    );
+                    continue;
+                }
                 if !applied.fix && new_test && !passed {
                     // The issue shown by a failing test: now the fix, with the failure to go on.
                     reproduced = true;
@@ -319,6 +335,27 @@ impl Agent<'_> {
                     continue;
                 }
                 // A fix and a test at once, and the tests pass: the bite check below decides.
+            }
+            let broken = self
+                .settings
+                .tests
+                .as_ref()
+                .and_then(|t| t.last())
+                .as_ref()
+                .and_then(does_not_run);
+            if let Some(error) = broken.filter(|_| !passed && fixed_first && !applied.fix) {
+                // Not the fix's fault: asking whether the fix is incomplete would point the model at the
+                // fix, when what fails is the test itself.
+                self.undo(&applied.undo);
+                self.nudge(
+                    NudgeKind::Guided,
+                    &format!(
+                        "Not applied: your test fails before it tests anything: {error}. A test calls the \
+                         code as it is.\n\n{}",
+                        ask(false, true)
+                    ),
+                );
+                continue;
             }
             if !passed && fixed_first && !applied.fix {
                 // A test after the fix that fails: the test or the fix is wrong. The test comes out, so
@@ -714,6 +751,36 @@ fn as_new_tests(
     (m.held.is_empty() && !m.added.is_empty()).then_some((m, names))
 }
 
+/// Why a failed test run tested nothing: no test failed by name (a build or collection error stopped it),
+/// or the first error is the compiler's or the runtime's for a name the code does not have. None for a run
+/// where tests ran and failed on their assertions.
+fn does_not_run(result: &TestResult) -> Option<String> {
+    if result.passed {
+        return None;
+    }
+    let error = result.first_error.clone().unwrap_or_default();
+    const NOT_THERE: [&str; 10] = [
+        "error[E",
+        "could not compile",
+        "SyntaxError",
+        "NameError",
+        "ImportError",
+        "ModuleNotFoundError",
+        "ReferenceError",
+        "is not a function",
+        "undefined: ",
+        "cannot find ",
+    ];
+    if result.failing.is_empty() || NOT_THERE.iter().any(|p| error.contains(p)) {
+        return Some(if error.is_empty() {
+            "no test ran".to_string()
+        } else {
+            error
+        });
+    }
+    None
+}
+
 /// A tool result as one console line: what a write did (`Replaced src/lib.rs: 453 bytes, 21 lines.`), how a
 /// test run ended and which tests failed (`Tests failed (exit 101). Failing tests: a, b`), not the command.
 fn result_line(text: &str) -> String {
@@ -740,6 +807,31 @@ fn first_line(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_test_that_does_not_build_or_calls_what_is_not_there_tested_nothing() {
+        let result = |failing: &[&str], error: &str| TestResult {
+            passed: false,
+            failing: failing.iter().map(|s| s.to_string()).collect(),
+            first_error: Some(error.to_string()),
+        };
+        let rustc =
+            "error[E0425]: cannot find function `line_count` in this scope at tests/words.rs:19:20";
+        assert_eq!(does_not_run(&result(&[], rustc)).as_deref(), Some(rustc));
+        let py = "NameError: name 'median_of' is not defined at tests/test_stats.py:5";
+        assert!(does_not_run(&result(&["tests/test_stats.py::test_m"], py)).is_some());
+        let assertion = "assertion `left == right` failed left: 1 right: 3";
+        assert_eq!(does_not_run(&result(&["counts_tabs"], assertion)), None);
+        assert_eq!(
+            does_not_run(&TestResult {
+                passed: false,
+                failing: Vec::new(),
+                first_error: None
+            })
+            .as_deref(),
+            Some("no test ran")
+        );
+    }
 
     #[test]
     fn a_tool_result_is_one_line_saying_how_it_ended() {
