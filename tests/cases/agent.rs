@@ -123,8 +123,20 @@ async fn answer(State(script): State<Script>, req: Request) -> Response {
         .unwrap()
         .iter()
         .any(|(b, _)| b["messages"] == body["messages"]);
+    // A new conversation: the first request's system prompt and one user message (the guided strategy
+    // starts afresh when restarts do not stop the model repeating itself).
+    let afresh = body["messages"].as_array().is_some_and(|m| {
+        m.len() == 2
+            && m[1]["role"] == "user"
+            && script
+                .seen
+                .lock()
+                .unwrap()
+                .first()
+                .is_some_and(|(b, _)| b["messages"][0] == m[0])
+    });
     match check_history(&body, previous.as_ref()) {
-        Err(problem) if !restart => script.problems.lock().unwrap().push(problem),
+        Err(problem) if !restart && !afresh => script.problems.lock().unwrap().push(problem),
         _ => {}
     }
     let next = script.answers.lock().unwrap().pop_front();
@@ -2559,6 +2571,44 @@ async fn a_guided_test_that_calls_what_the_code_does_not_have_shows_no_issue() {
         !tests.contains("add_all") && !tests.contains("mean_of"),
         "{tests}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guided_run_stuck_on_the_same_reply_starts_a_new_conversation_with_the_code_as_it_is() {
+    // The 1.5B on the quick start's task sent the same code fourteen times, at temperatures up to 1.4:
+    // what it copies is in the conversation.
+    let repo = calc_repo();
+    let fix = "def add(a, b):\n    return a + b\n";
+    let (run, requests) = guided_run(
+        &repo,
+        "python",
+        &[fix, fix, fix, fix, NEW_TEST],
+        "add subtracts. `add(2, 3)` returns `-1`, not `5`.",
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", explain(&run));
+    assert_eq!(requests.len(), 5, "{}", explain(&run));
+    // Two restarts, hotter, from the ask for a test ...
+    assert_eq!(requests[2]["messages"], requests[1]["messages"]);
+    assert_eq!(requests[3]["messages"], requests[1]["messages"]);
+    // ... then a new conversation: the system prompt and one message with the code as it is now.
+    let messages = requests[4]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    let first = messages[1]["content"].as_str().unwrap();
+    assert!(
+        first.contains("calc.py:\n```python\ndef add(a, b):\n    return a + b\n")
+            && first.contains("The code above holds your fix, and the tests pass with it.")
+            && first.contains("Now write one new test function for `test_calc.py`"),
+        "{first}"
+    );
+    assert!(
+        run.stderr
+            .contains("starting a new conversation with the code as it is now"),
+        "{}",
+        run.stderr
+    );
+    let r = report(&repo, "add-subtracts-add-2-3-returns-1-not-5");
+    assert_eq!(r["status"], "verified", "{}", explain(&run));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -108,6 +108,9 @@ pub(super) struct Files {
     pub symptom: Option<String>,
 }
 
+/// Restarts in a row (the same code, or code the files have already) before the conversation starts afresh.
+const AFRESH_AFTER: u32 = 3;
+
 impl Agent<'_> {
     /// The guided run: a failing test first, then the fix, then the gate; until the gate passes a change
     /// or the limits stop it.
@@ -136,6 +139,8 @@ impl Agent<'_> {
         // The code of every reply so far: a small model sends the same wrong code again, turn after turn.
         let mut replies: Vec<Vec<String>> = Vec::new();
         let mut repeats = 0u32;
+        // Restarts in a row without a reply that applied: the model copies its own replies.
+        let mut stuck = 0u32;
         let mut tests_in_sources = false;
         // A test that failed with the fix in place, taken out: it goes back in with the next fix alone.
         let mut pending: Vec<String> = Vec::new();
@@ -170,31 +175,62 @@ impl Agent<'_> {
                 );
                 continue;
             }
-            if replies.contains(&blocks) {
+            let unchanged = if replies.contains(&blocks) {
                 // The same code again. A small model copies its own replies from the conversation (the
                 // 0.5B sent one test eight times, at temperature 1.4 too, and copied a placeholder put in
                 // its place): go back to the last step that worked, whose request the server has cached,
                 // and sample it hotter (llama-server's default is 0.8).
-                self.restart_hotter(
-                    checkpoint,
-                    &mut repeats,
-                    "the same code as an earlier reply",
-                );
-                continue;
-            }
-            replies.push(blocks.clone());
-            let mut applied = match self.apply_blocks(&blocks, &files).await {
-                Ok(applied) => applied,
-                Err(NotApplied::Unchanged) => {
-                    // The code sent back as it was (its comments reworded at most). Told so, the 0.5B
-                    // sent it once more on 7 of 12 tasks: ask the last step again, hotter, at once.
-                    self.restart_hotter(
-                        checkpoint,
-                        &mut repeats,
-                        "the code as the files have it already",
-                    );
+                Some("the same code as an earlier reply")
+            } else {
+                None
+            };
+            let applied = match unchanged {
+                Some(why) => Err(why),
+                None => {
+                    replies.push(blocks.clone());
+                    match self.apply_blocks(&blocks, &files).await {
+                        // The code sent back as it was (its comments reworded at most). Told so, the
+                        // 0.5B sent it once more on 7 of 12 tasks: ask the last step again, hotter.
+                        Err(NotApplied::Unchanged) => Err("the code as the files have it already"),
+                        other => Ok(other),
+                    }
+                }
+            };
+            let applied = match applied {
+                Err(why) => {
+                    stuck += 1;
+                    if stuck >= AFRESH_AFTER {
+                        // Hotter did not help: the 1.5B sent the same code fourteen times at up to 1.4.
+                        // What it copies is in the conversation; a new one holds the code as it is now.
+                        stuck = 0;
+                        replies.clear();
+                        let state = self.guided_state(reproduced, fixed_first, &test_file);
+                        let again = if self.gate_failed() {
+                            format!(
+                                "Reply with the corrected code (the function, or the test) in one ```{lang} \
+                                 block, and nothing else."
+                            )
+                        } else if reproduced && !fixed_first {
+                            format!("{}{}", self.focus_code(&files, lang), ask(true, false))
+                        } else {
+                            ask(reproduced, fixed_first)
+                        };
+                        self.start_afresh(&files, &format!("{state}{again}"), why);
+                        checkpoint = self.messages.len();
+                    } else {
+                        self.restart_hotter(checkpoint, &mut repeats, why);
+                    }
                     continue;
                 }
+                Ok(applied) => applied,
+            };
+            let mut applied = match applied {
+                Ok(applied) => {
+                    stuck = 0;
+                    applied
+                }
+                // Taken as a restart above.
+                Err(NotApplied::Unchanged) => continue,
                 Err(NotApplied::Refused(why)) => {
                     let again = ask(reproduced, fixed_first);
                     self.nudge(NudgeKind::Guided, &format!("Not applied: {why}\n\n{again}"));
@@ -685,6 +721,65 @@ impl Agent<'_> {
             "  turn {}: {why}; asking the last step again, hotter",
             self.turns
         ));
+    }
+
+    /// Whether the last gate run failed the change.
+    fn gate_failed(&self) -> bool {
+        self.gate
+            .as_ref()
+            .is_some_and(|g| g.verdict == crate::gate::outcome::Verdict::Fail)
+    }
+
+    /// Where the run stands, in a sentence or two, for a conversation started afresh: the gate's reasons
+    /// when it failed the change, else the step reached.
+    fn guided_state(&self, reproduced: bool, fixed_first: bool, test_file: &str) -> String {
+        if let Some(gate) = self.gate.as_ref().filter(|_| self.gate_failed()) {
+            let reasons = gate.reasons.join("; ");
+            return format!(
+                "The code above holds your change, and vouch's gate failed it: {}\n\n",
+                crate::tools::cap(&reasons, 600)
+            );
+        }
+        if fixed_first {
+            "The code above holds your fix, and the tests pass with it.\n\n".to_string()
+        } else if reproduced {
+            format!(
+                "Your new test in `{test_file}` above fails on the current code, as it should.\n\n"
+            )
+        } else {
+            String::new()
+        }
+    }
+
+    /// A new conversation in place of the old one: the system prompt, the task with the files as they
+    /// are now (tests first, sources last, as at the start), and `ask`. The old replies, which a small
+    /// model copies, are gone; the server's cache keeps the system prompt.
+    fn start_afresh(&mut self, files: &Files, ask: &str, why: &str) {
+        let task = self.cfg.task.message();
+        let texts: Vec<(String, String)> = files
+            .tests
+            .iter()
+            .chain(&files.sources)
+            .filter_map(|rel| Some((rel.clone(), self.read_rel(rel)?)))
+            .collect();
+        let dropped = self.messages.len().saturating_sub(1);
+        self.messages.truncate(1);
+        self.sent = self.sent.min(1);
+        self.temperature = None;
+        self.transcript.event(&Event::Nudge {
+            turn: self.turns,
+            kind: NudgeKind::Guided,
+            text: format!("({why}, again: a new conversation, {dropped} messages dropped)"),
+        });
+        self.ui.line(&format!(
+            "  turn {}: {why}, again; starting a new conversation with the code as it is now",
+            self.turns
+        ));
+        self.messages
+            .push(crate::model::ChatMessage::user(first_message(
+                &task, &texts,
+            )));
+        self.nudge(NudgeKind::Guided, ask);
     }
 
     /// A file of the worktree as text, if it is one.
