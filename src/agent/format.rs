@@ -60,16 +60,7 @@ impl Formatter {
         }
         Some(Formatter {
             steps,
-            env: StepEnv {
-                room: dir.to_path_buf(),
-                cache,
-                logs,
-                profile_env: profile.env.clone(),
-                sandbox,
-                readable,
-                python: Default::default(),
-                deps: crate::gate::fetch::RoomDeps::new(profile.room.fetch),
-            },
+            env: StepEnv::for_worktree(profile, dir, logs, cache, sandbox, readable),
         })
     }
 

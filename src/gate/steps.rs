@@ -102,6 +102,28 @@ pub struct StepEnv {
 }
 
 impl StepEnv {
+    /// The steps of `profile` run in a worktree of `vouch run` (the tests, the formatter): build caches
+    /// under `cache`, logs in `logs`, confined by `sandbox` with `readable` open.
+    pub fn for_worktree(
+        profile: &crate::gate::profile::Profile,
+        dir: &Path,
+        logs: PathBuf,
+        cache: PathBuf,
+        sandbox: Sandbox,
+        readable: Vec<PathBuf>,
+    ) -> StepEnv {
+        StepEnv {
+            room: dir.to_path_buf(),
+            cache,
+            logs,
+            profile_env: profile.env.clone(),
+            sandbox,
+            readable,
+            python: Default::default(),
+            deps: crate::gate::fetch::RoomDeps::new(profile.room.fetch),
+        }
+    }
+
     /// Fills `{room}`, `{cache}`, `{junit}` and `${VAR}` (from vouch's own environment).
     pub fn expand(&self, text: &str, junit: &Path) -> String {
         let mut out = text

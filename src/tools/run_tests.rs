@@ -103,16 +103,7 @@ impl TestRunner {
     ) -> TestRunner {
         TestRunner {
             step: profile.test_steps().next().cloned(),
-            env: StepEnv {
-                room: dir.to_path_buf(),
-                cache,
-                logs,
-                profile_env: profile.env.clone(),
-                sandbox,
-                readable,
-                python: Default::default(),
-                deps: crate::gate::fetch::RoomDeps::new(profile.room.fetch),
-            },
+            env: StepEnv::for_worktree(profile, dir, logs, cache, sandbox, readable),
             profile: profile.name.clone(),
             runs: AtomicU32::new(0),
             last: Mutex::new(None),

@@ -140,8 +140,7 @@ pub(super) fn register_js_tests(
     // The runner: the first `test(..)` or `it(..)` call with a title, anywhere (inside a `describe` too).
     let mut runner = None;
     let mut uses: Vec<String> = Vec::new();
-    let mut stack = vec![root];
-    while let Some(n) = stack.pop() {
+    crate::gate::syntax::each_node(root, |n| {
         if n.kind() == "call_expression" && runner.is_none() {
             let callee = n.child_by_field_name("function").map(node_text);
             let titled = n
@@ -158,9 +157,8 @@ pub(super) fn register_js_tests(
         {
             uses.push(node_text(n).to_string());
         }
-        let mut cursor = n.walk();
-        stack.extend(n.children(&mut cursor));
-    }
+        true
+    });
     let runner = runner?;
     let mut inserts: Vec<(usize, String)> = Vec::new();
     let mut cursor = root.walk();

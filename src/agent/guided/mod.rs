@@ -310,23 +310,30 @@ impl Agent<'_> {
                 .guided_call("run_tests", &json!({}), blocks.len())
                 .await;
             let new_test = applied.tests.iter().any(|t| !added_tests.contains(t));
+            // A new test that does not build, or calls what the code does not have (the 1.5B's test of a
+            // `line_count` the crate never had), fails, but shows nothing of the issue; after a fix, asking
+            // whether the fix is incomplete would point the model at the fix, when the test is what fails.
+            let broken = self
+                .settings
+                .tests
+                .as_ref()
+                .and_then(|t| t.last())
+                .as_ref()
+                .and_then(does_not_run);
+            let test_step = fixed_first || (!reproduced && new_test);
+            if let Some(error) = broken.filter(|_| !passed && !applied.fix && test_step) {
+                self.undo(&applied.undo);
+                self.nudge(
+                    NudgeKind::Guided,
+                    &format!(
+                        "Not applied: your test fails before it tests anything: {error}. A test calls the \
+                         code as it is.\n\n{}",
+                        ask(false, fixed_first)
+                    ),
+                );
+                continue;
+            }
             if !reproduced && !fixed_first {
-                let last = self.settings.tests.as_ref().and_then(|t| t.last());
-                let broken = last.as_ref().and_then(does_not_run);
-                if let Some(error) = broken.filter(|_| !applied.fix && new_test && !passed) {
-                    // A test that does not build, or calls what the code does not have (the 1.5B's test of
-                    // a `line_count` the crate never had), fails, but shows nothing of the issue.
-                    self.undo(&applied.undo);
-                    self.nudge(
-                        NudgeKind::Guided,
-                        &format!(
-                            "Not applied: your test fails before it tests anything: {error}. A test calls the \
-                             code as it is.\n\n{}",
-                            ask(false, false)
-                        ),
-                    );
-                    continue;
-                }
                 if !applied.fix && new_test && !passed {
                     // The issue shown by a failing test: now the fix, with the failure to go on.
                     reproduced = true;
@@ -371,27 +378,6 @@ impl Agent<'_> {
                     continue;
                 }
                 // A fix and a test at once, and the tests pass: the bite check below decides.
-            }
-            let broken = self
-                .settings
-                .tests
-                .as_ref()
-                .and_then(|t| t.last())
-                .as_ref()
-                .and_then(does_not_run);
-            if let Some(error) = broken.filter(|_| !passed && fixed_first && !applied.fix) {
-                // Not the fix's fault: asking whether the fix is incomplete would point the model at the
-                // fix, when what fails is the test itself.
-                self.undo(&applied.undo);
-                self.nudge(
-                    NudgeKind::Guided,
-                    &format!(
-                        "Not applied: your test fails before it tests anything: {error}. A test calls the \
-                         code as it is.\n\n{}",
-                        ask(false, true)
-                    ),
-                );
-                continue;
             }
             if !passed && fixed_first && !applied.fix {
                 // A test after the fix that fails: the test or the fix is wrong. The test comes out, so

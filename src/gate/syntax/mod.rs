@@ -235,7 +235,7 @@ fn named_children(node: Node) -> Vec<Node> {
 
 /// Every node under `node` (itself included), depth first, without recursion; `descend` says whether to look
 /// inside a node.
-fn each_node<'t>(node: Node<'t>, mut visit: impl FnMut(Node<'t>) -> bool) {
+pub(crate) fn each_node<'t>(node: Node<'t>, mut visit: impl FnMut(Node<'t>) -> bool) {
     let mut stack = vec![node];
     while let Some(n) = stack.pop() {
         if !visit(n) {
