@@ -68,6 +68,16 @@ pub enum Command {
     Backlog(Box<BacklogArgs>),
 }
 
+impl Command {
+    /// Whether the command runs the gate (which mounts layers in a namespace of vouch's own).
+    pub fn runs_the_gate(&self) -> bool {
+        matches!(
+            self,
+            Command::Gate(_) | Command::Run(_) | Command::Backlog(_)
+        )
+    }
+}
+
 impl Cli {
     /// Whether the command was given `-q` (warnings are then not logged either).
     pub fn quiet(&self) -> bool {

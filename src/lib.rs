@@ -18,6 +18,7 @@ pub mod error;
 pub mod forge;
 pub mod gate;
 pub mod git;
+pub mod layers;
 pub mod llama;
 pub mod logging;
 pub mod model;

@@ -6,6 +6,10 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = vouch::cli::Cli::parse();
+    // The gate mounts its copy-on-write layers in a namespace of vouch's own, entered while one thread runs.
+    if cli.command.runs_the_gate() {
+        vouch::layers::enter();
+    }
     vouch::logging::init_with(cli.verbose, cli.quiet());
     let code = match vouch::commands::run(cli) {
         Ok(code) => code,

@@ -39,6 +39,29 @@ pub struct Spec {
     /// stderr and its results on stdout). Without it, stdout and stderr go to files of their own and the log is
     /// stdout followed by stderr.
     pub merge_output: bool,
+    /// What must stay alive while the command runs (the mounts of its places, see
+    /// [`layered`](crate::gate::layered)).
+    pub hold: Hold,
+}
+
+/// Something kept alive for as long as a command runs; dropped with its [`Spec`].
+#[derive(Clone, Default)]
+pub struct Hold(Option<std::sync::Arc<dyn std::any::Any + Send + Sync>>);
+
+impl Hold {
+    pub fn new(held: std::sync::Arc<dyn std::any::Any + Send + Sync>) -> Hold {
+        Hold(Some(held))
+    }
+}
+
+impl std::fmt::Debug for Hold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Hold(..)"
+        } else {
+            "Hold(none)"
+        })
+    }
 }
 
 /// How a run ended.
@@ -372,6 +395,7 @@ mod tests {
             log_path: dir.join("log"),
             stdout_path: dir.join("stdout"),
             merge_output: false,
+            hold: Default::default(),
         }
     }
 

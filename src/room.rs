@@ -102,6 +102,24 @@ impl Room {
         Ok(room)
     }
 
+    /// A room already holding `commit` at `dir`, used as it is: not reset, not locked (its owner holds it; the
+    /// gate's trusted base room, read under the trusted cache's lock).
+    pub fn borrowed(dir: &Path, commit: Oid) -> Room {
+        Room {
+            dir: dir.to_path_buf(),
+            commit,
+            target: Target::Commit(commit),
+            preserve: Vec::new(),
+            _lock: None,
+            _temp: None,
+        }
+    }
+
+    /// Whether the room is the cached one it was asked for (not a temporary one, taken because that was busy).
+    pub fn is_at(&self, dir: &Path) -> bool {
+        self.dir == dir
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -143,6 +161,13 @@ impl Room {
         let id = match &self.target {
             Target::Commit(commit) => *commit,
             Target::Overlay { base, files } => synthetic_commit(&repo, *base, files)?,
+            Target::Alike { base, commit } => {
+                let tree = repo
+                    .find_commit(*commit)
+                    .with_context(|| format!("commit {commit} is not in the repository"))?
+                    .tree()?;
+                alike_commit(&repo, *base, &tree)?
+            }
         };
         let commit = repo
             .find_commit(id)
@@ -218,7 +243,12 @@ impl Room {
 
     /// Files that differ from the commit: modified, deleted or new (not ignored), with paths.
     pub fn drift(&self) -> Result<Vec<(String, DriftKind)>> {
-        let repo = self.repo()?;
+        self.drift_at(&self.dir)
+    }
+
+    /// [`Room::drift`] of the room as seen at `dir` (a view of it with what a step wrote on top).
+    pub fn drift_at(&self, dir: &Path) -> Result<Vec<(String, DriftKind)>> {
+        let repo = Repository::open(dir).with_context(|| format!("open room {}", dir.display()))?;
         let mut opts = StatusOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
@@ -272,6 +302,9 @@ pub enum Target {
         base: Oid,
         files: Vec<(String, Option<OverlayFile>)>,
     },
+    /// A commit's tree as a commit on `base` with the same metadata as every overlay's (head's room, which
+    /// must look like the bite room to the code it runs).
+    Alike { base: Oid, commit: Oid },
 }
 
 /// A file's content and mode in an overlay.
@@ -364,14 +397,23 @@ fn synthetic_commit(
     }
     let tree_id = update.create_updated(repo, &base_tree)?;
     let tree = repo.find_tree(tree_id)?;
-    // A fixed signature and time: the same overlay gives the same commit id, run after run.
+    alike_commit(repo, base, &tree)
+}
+
+/// A commit of `tree` on `base` in the room's own store, with the signature, time and message every such
+/// room commit has: the same tree gives the same commit id, run after run, and a room holding the change
+/// cannot be told from one holding it without its production code by what git says of its HEAD.
+fn alike_commit(repo: &Repository, base: Oid, tree: &git2::Tree<'_>) -> Result<Oid> {
+    let base_commit = repo
+        .find_commit(base)
+        .with_context(|| format!("commit {base} is not in the repository"))?;
     let sig = git2::Signature::new("vouch", "vouch@localhost", &git2::Time::new(0, 0))?;
     let commit = repo.commit(
         None,
         &sig,
         &sig,
-        "vouch: reverted tree",
-        &tree,
+        "vouch: the change under test",
+        tree,
         &[&base_commit],
     )?;
     Ok(commit)

@@ -42,6 +42,12 @@ pub struct Policy {
     pub readable: Vec<PathBuf>,
     /// Whether it may reach the network (a step that downloads must say so).
     pub network: bool,
+    /// Directories hidden behind an empty tmpfs before anything is put back (vouch's own cache of rooms,
+    /// layers and logs, where other gates' state lives).
+    pub hidden: Vec<PathBuf>,
+    /// Writable directories bound at another path inside, as (outside, inside), last of all: a role's views
+    /// at the paths every role's steps see ([`layered`](crate::gate::layered)).
+    pub binds: Vec<(PathBuf, PathBuf)>,
 }
 
 /// The sandbox a run uses: bubblewrap when it works here, else nothing (with the reason).
@@ -351,6 +357,11 @@ fn bwrap_argv(
     for dir in &host.temporary {
         out.extend(["--ro-bind".into(), path_str(dir), path_str(dir)]);
     }
+    for dir in &policy.hidden {
+        if dir.is_dir() {
+            out.extend(["--tmpfs".into(), path_str(dir)]);
+        }
+    }
     // Readable and writable places may lie in the hidden home or under the private /tmp: put them back.
     for dir in &policy.readable {
         if dir.exists() {
@@ -359,6 +370,9 @@ fn bwrap_argv(
     }
     for dir in &policy.writable {
         out.extend(["--bind".into(), path_str(dir), path_str(dir)]);
+    }
+    for (outside, inside) in &policy.binds {
+        out.extend(["--bind".into(), path_str(outside), path_str(inside)]);
     }
     out.extend(["--chdir".into(), path_str(cwd), "--".into()]);
     out.extend(argv.iter().cloned());
@@ -505,6 +519,7 @@ mod tests {
             writable: vec!["/home/u/.cache/vouch/rooms/r/head".into()],
             readable: vec![],
             network: false,
+            ..Policy::default()
         };
         let a = bwrap_argv(
             Path::new("/usr/bin/bwrap"),

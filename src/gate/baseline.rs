@@ -16,7 +16,6 @@ use sha2::{Digest, Sha256};
 
 use crate::error::VouchError;
 use crate::gate::outcome::Baseline;
-use crate::gate::places::{open_room, places, step_env};
 use crate::gate::profile::{Profile, Step, StepKind};
 use crate::gate::results::{TestResult, TestStatus};
 use crate::gate::schedule::base_step_line;
@@ -137,12 +136,12 @@ impl GateRun<'_> {
                 return Ok(self.use_base_run(cached));
             }
         }
-        let places = places(self.opts, prep, "base")?;
+        let places = self.roles.places(self.opts, prep, "base", "base")?;
         let pb = self.ui.start("preparing the clean room at base");
-        let room = open_room(prep, &prep.base.sha, places.room.clone()).await?;
+        let room = self.roles.base_room(self.opts, prep, &places).await?;
         self.ui
             .done(pb, &format!("  room     base at {}", room.dir().display()));
-        let env = step_env(prep, &room, &places);
+        let env = self.roles.env(prep, &room, &places, "base")?;
         let mut results = Vec::new();
         let mut broken = None;
         let mut exit_code = None;
@@ -154,6 +153,7 @@ impl GateRun<'_> {
                 continue;
             }
             let pb = self.ui.start(&format!("{} at base", step.name));
+            steps::build_tests(step, &env, self.cancel).await?;
             let run = steps::run_step(step, &env, &room, &prep.objects, self.cancel).await?;
             self.ui.done(pb, &base_step_line(&run));
             let Some(outcome) = run.outcome else { continue };

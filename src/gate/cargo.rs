@@ -149,13 +149,14 @@ pub async fn read_targets(
     .map(|s| s.to_string())
     .collect();
     let junit = env.junit_path(&step.name, ".metadata");
-    let spec = env.spec(
+    let spec = env.spec_in(
         step,
         argv,
         &junit,
         "cargo-metadata",
         Duration::from_secs(120),
         false,
+        crate::gate::layered::Phase::Run,
     );
     let outcome = crate::process::run_clean_env(&spec, cancel).await?;
     if !outcome.success() {
@@ -169,10 +170,12 @@ pub async fn read_targets(
     }
     let json = std::fs::read_to_string(&spec.stdout_path)
         .with_context(|| format!("read {}", spec.stdout_path.display()))?;
-    let root = std::fs::canonicalize(&env.room).unwrap_or_else(|_| env.room.clone());
+    // cargo names the room where steps see it.
+    let room = env.inside_room().to_path_buf();
+    let root = std::fs::canonicalize(&room).unwrap_or_else(|_| room.clone());
     let mut targets = parse_metadata(&json, &root)?;
-    if targets.is_empty() && root != env.room {
-        targets = parse_metadata(&json, &env.room)?;
+    if targets.is_empty() && root != room {
+        targets = parse_metadata(&json, &room)?;
     }
     Ok(targets)
 }

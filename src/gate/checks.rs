@@ -14,7 +14,6 @@ use anyhow::Result;
 use crate::gate::findings::read_log;
 use crate::gate::lint::{self, Finding, Findings, Format, Level, Scrub, Target};
 use crate::gate::outcome::StepStatus;
-use crate::gate::places::{open_room, places_logged, step_env};
 use crate::gate::profile::{Profile, Step, StepKind};
 use crate::gate::results::Runner;
 use crate::gate::schedule::{base_step_line, report_line};
@@ -76,10 +75,10 @@ impl GateRun<'_> {
             return Ok(());
         }
         let prep = self.prep;
-        let places = places_logged(self.opts, prep, "base", "base-checks")?;
+        let places = self.roles.places(self.opts, prep, "base", "base-checks")?;
         let pb = self.ui.start("running the failing checks at base");
-        let room = open_room(prep, &prep.base.sha, places.room.clone()).await?;
-        let base = step_env(prep, &room, &places);
+        let room = self.roles.base_room(self.opts, prep, &places).await?;
+        let base = self.roles.env(prep, &room, &places, "base")?;
         self.ui
             .done(pb, &format!("  room     base at {}", room.dir().display()));
         for i in failing {

@@ -210,6 +210,8 @@ async fn run(
         vars: &vars,
         writable,
         network,
+        phase: crate::gate::layered::Phase::Build,
+        binds: Vec::new(),
     };
     let stem = if network { "fetch" } else { "fetch-offline" };
     let spec = env.confined_spec(argv, how, stem, FETCH_TIMEOUT, true);

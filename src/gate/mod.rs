@@ -18,6 +18,7 @@ pub mod clippy;
 pub mod fetch;
 pub mod findings;
 pub mod judge;
+pub mod layered;
 pub mod lint;
 pub mod outcome;
 pub mod paths;
@@ -27,6 +28,7 @@ pub mod profile;
 pub mod pyenv;
 pub mod report;
 pub mod results;
+mod roles;
 pub mod rules;
 mod schedule;
 pub mod split;
@@ -34,6 +36,7 @@ pub mod steps;
 pub mod syntax;
 mod test_step;
 pub mod testmap;
+pub mod trusted;
 
 use std::path::Path;
 use std::time::Instant;
@@ -73,14 +76,19 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
         notes.push(warning.to_owned());
     }
 
-    let head_places = places::places(opts, &prep, "head")?;
+    let roles = roles::Roles::open(opts, &prep, ui, cancel).await?;
+    if let Some(note) = roles.note() {
+        ui.line(&format!("  note     {note}"));
+        notes.push(note);
+    }
+    let head_places = roles.places(opts, &prep, "head", "head")?;
     let pb = ui.start("preparing the clean room at head");
-    let head_room = places::open_room(&prep, &prep.head.sha, head_places.room.clone()).await?;
+    let head_room = places::open_head_room(&prep, head_places.room.clone()).await?;
     ui.done(
         pb,
         &format!("  room     head at {}", head_room.dir().display()),
     );
-    let env = places::step_env(&prep, &head_room, &head_places);
+    let env = roles.env(&prep, &head_room, &head_places, "head")?;
     // Every tool first: a missing required tool is an error before anything runs.
     let skip_notes =
         schedule::check_tools(&prep.profile.steps, &env, head_room.dir(), cancel).await?;
@@ -88,6 +96,7 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
     let mut gate = GateRun {
         opts,
         prep: &prep,
+        roles: &roles,
         ui,
         cancel,
         baseline: None,
@@ -123,6 +132,8 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
         .map(Path::to_path_buf)
         .unwrap_or_default();
     drop(head_room);
+    // Head's build layers are kept for its next gate; nothing else this run wrote stays.
+    roles.finish(Some(env), true);
     Ok(Report {
         verdict,
         range: format!("{}..{}", prep.base.sha, prep.head.sha),
@@ -152,6 +163,8 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
 struct GateRun<'a> {
     opts: &'a Options,
     prep: &'a Prepared,
+    /// Where each role's room and cache are (layered over the trusted cache, or this run's own).
+    roles: &'a roles::Roles,
     ui: &'a Ui,
     cancel: &'a CancellationToken,
     /// The baseline, fetched at most once: None until needed; Some(None) when there is no usable one.

@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::gate::bite::plan::Plan;
 use crate::gate::steps::StepEnv;
 use crate::gate::{Options, Prepared};
 use crate::room::{OverlayFile, Placement, Room, Target};
@@ -30,20 +29,16 @@ pub(super) struct Places {
     pub logs: PathBuf,
 }
 
-/// The places of `role`, with its step logs under the role's name.
-pub(super) fn places(opts: &Options, prep: &Prepared, role: &str) -> Result<Places> {
-    places_logged(opts, prep, role, role)
-}
-
-/// Like [`places`], with step logs under `logs_name` (two runs in one room keep their logs apart).
-pub(super) fn places_logged(
+/// The places of `role`, its step logs under `logs_name` (two runs in one room keep their logs apart); `seed` says whether a role other than head gets head's dependency artifacts.
+pub(super) fn places_seeded(
     opts: &Options,
     prep: &Prepared,
     role: &str,
     logs_name: &str,
+    seed: bool,
 ) -> Result<Places> {
     let places = layout(opts, &prep.repo_key, &prep.head.sha, role, logs_name);
-    if role != "head" {
+    if seed && role != "head" {
         let head = layout(opts, &prep.repo_key, &prep.head.sha, "head", "head");
         let seeded = seed_dependencies(&head.cache, &places.cache);
         if seeded > 0 {
@@ -137,6 +132,24 @@ fn layout(opts: &Options, repo_key: &str, head_sha: &str, role: &str, logs_name:
     }
 }
 
+/// A room holding head's tree as a commit on base that looks like the bite room's (see [`Target::Alike`]).
+pub(super) async fn open_head_room(prep: &Prepared, placement: Placement) -> Result<Room> {
+    let objects = prep.objects.clone();
+    let commit = git2::Oid::from_str(&prep.head.sha)?;
+    let base = git2::Oid::from_str(&prep.base.sha)?;
+    let preserve = prep.profile.room.preserve.clone();
+    tokio::task::spawn_blocking(move || {
+        Room::open(
+            &objects,
+            Target::Alike { base, commit },
+            placement,
+            &preserve,
+        )
+    })
+    .await
+    .context("room task")?
+}
+
 /// A room holding commit `sha`.
 pub(super) async fn open_room(prep: &Prepared, sha: &str, placement: Placement) -> Result<Room> {
     let objects = prep.objects.clone();
@@ -149,29 +162,16 @@ pub(super) async fn open_room(prep: &Prepared, sha: &str, placement: Placement) 
     .context("room task")?
 }
 
-/// The bite room, holding the reverted tree of `plan`, and its places.
-pub(super) async fn open_bite_room(
-    opts: &Options,
-    prep: &Prepared,
-    plan: &Plan,
-) -> Result<(Room, Places)> {
-    open_overlay_room(opts, prep, plan.overlay.clone(), "bite").await
-}
-
-/// The bite room holding base with `files` laid over it (the reverted tree, a stubbed head, head with one
-/// hunk reverted), its step logs under `logs_name`. One room for all of them, so each build is incremental.
-pub(super) async fn open_overlay_room(
-    opts: &Options,
+/// A room holding base with `files` laid over it, at `placement`.
+pub(super) async fn open_overlay_room_at(
     prep: &Prepared,
     files: Vec<(String, Option<OverlayFile>)>,
-    logs_name: &str,
-) -> Result<(Room, Places)> {
-    let places = places_logged(opts, prep, "bite", logs_name)?;
+    placement: Placement,
+) -> Result<Room> {
     let objects = prep.objects.clone();
     let base = git2::Oid::from_str(&prep.base.sha)?;
     let preserve = prep.profile.room.preserve.clone();
-    let placement = places.room.clone();
-    let room = tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         Room::open(
             &objects,
             Target::Overlay { base, files },
@@ -180,8 +180,7 @@ pub(super) async fn open_overlay_room(
         )
     })
     .await
-    .context("room task")??;
-    Ok((room, places))
+    .context("room task")?
 }
 
 /// Links the dependency artifacts of every cargo target directory under `from` (a role's cache) into the same
@@ -417,12 +416,18 @@ pub(super) fn step_env(prep: &Prepared, room: &Room, places: &Places) -> StepEnv
     StepEnv {
         room: room.dir().to_path_buf(),
         cache: places.cache.clone(),
+        shared: places
+            .cache
+            .parent()
+            .map_or_else(|| places.cache.clone(), Path::to_path_buf),
         logs: places.logs.clone(),
         profile_env: prep.profile.env.clone(),
         sandbox: prep.sandbox.clone(),
         readable: vec![prep.objects.clone()],
+        hidden: Vec::new(),
         python: crate::gate::pyenv::RoomPython::new(prep.profile.python.clone()),
         deps: crate::gate::fetch::RoomDeps::new(prep.profile.room.fetch),
+        views: None,
     }
 }
 

@@ -149,8 +149,16 @@ impl GateRun<'_> {
                 let mut out = Vec::new();
                 for &idx in &round.chain {
                     let step = &all[idx];
+                    // With layers, a lint that reuses the build waits for the tests' build too: it writes a
+                    // layer of its own, which the tests' run must not start on while it is being written.
+                    if step.kind == StepKind::Test && skip_notes[idx].is_none() {
+                        steps::build_tests(step, env, cancel).await?;
+                        if env.views.is_some() {
+                            built.send_replace(true);
+                        }
+                    }
                     let mut run = run_one(idx).await?;
-                    if step.kind == StepKind::Build {
+                    if step.kind == StepKind::Build && env.views.is_none() {
                         built.send_replace(true);
                     }
                     if cancel.is_cancelled() {

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -15,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::VouchError;
 use crate::gate::clippy;
 use crate::gate::fetch::{Fetched, RoomDeps};
+use crate::gate::layered::{Phase, Views};
 use crate::gate::outcome::StepStatus;
 use crate::gate::places;
 use crate::gate::profile::{Step, StepKind};
@@ -81,24 +83,37 @@ pub struct Confined<'a> {
     /// Directories it may write besides the room and the cache.
     pub writable: Vec<PathBuf>,
     pub network: bool,
+    /// Whether its writes are kept for the role's later commands ([`Phase`]).
+    pub phase: Phase,
+    /// Directories it may write, bound at another path inside (outside, inside).
+    pub binds: Vec<(PathBuf, PathBuf)>,
 }
 
 /// Everything a step needs to know about where it runs.
 #[derive(Clone, Debug)]
 pub struct StepEnv {
+    /// The room as vouch reads it (with layers, vouch's own view of the role; see [`layered`]).
     pub room: PathBuf,
-    /// Per repository and role (head, base, bite): build caches like CARGO_TARGET_DIR, and the step's home.
+    /// Per repository and role (head, base, bite): build caches like CARGO_TARGET_DIR, and the step's home;
+    /// as vouch reads it.
     pub cache: PathBuf,
+    /// The repository's own directory of shared environments (Python's shared venvs), outside any role.
+    pub shared: PathBuf,
     pub logs: PathBuf,
     pub profile_env: BTreeMap<String, String>,
     /// Confines the step's command; its environment is built from the allowlist either way.
     pub sandbox: Sandbox,
     /// Directories the command may read although they are in the hidden home (the repository's objects).
     pub readable: Vec<PathBuf>,
+    /// Directories hidden inside the sandbox (vouch's cache, with every other gate's state).
+    pub hidden: Vec<PathBuf>,
     /// The room's Python environment, made by the first step that needs it ([`pyenv`]).
     pub python: RoomPython,
     /// The room's dependencies, fetched before the first step that needs them ([`fetch`](crate::gate::fetch)).
     pub deps: RoomDeps,
+    /// The role's copy-on-write views, where the gate has them: steps then see the room and the cache at the
+    /// paths every role shares, and what they write is kept or thrown away by phase.
+    pub views: Option<Arc<Views>>,
 }
 
 impl StepEnv {
@@ -114,31 +129,46 @@ impl StepEnv {
     ) -> StepEnv {
         StepEnv {
             room: dir.to_path_buf(),
+            shared: cache.parent().unwrap_or(&cache).to_path_buf(),
             cache,
             logs,
             profile_env: profile.env.clone(),
             sandbox,
             readable,
+            hidden: Vec::new(),
             python: Default::default(),
             deps: crate::gate::fetch::RoomDeps::new(profile.room.fetch),
+            views: None,
         }
     }
 
-    /// Fills `{room}`, `{cache}`, `{junit}` and `${VAR}` (from vouch's own environment).
+    /// The room as steps see it.
+    pub fn inside_room(&self) -> &Path {
+        self.views
+            .as_ref()
+            .map_or(self.room.as_path(), |v| v.inside().room.as_path())
+    }
+
+    /// The cache as steps see it.
+    pub fn inside_cache(&self) -> &Path {
+        self.views
+            .as_ref()
+            .map_or(self.cache.as_path(), |v| v.inside().cache.as_path())
+    }
+
+    /// Fills `{room}`, `{cache}`, `{junit}` and `${VAR}` (from vouch's own environment), as steps see them.
     pub fn expand(&self, text: &str, junit: &Path) -> String {
-        let mut out = text
-            .replace("{room}", &self.room.to_string_lossy())
-            .replace("{cache}", &self.cache.to_string_lossy())
-            .replace("{junit}", &junit.to_string_lossy());
-        while let Some(start) = out.find("${") {
-            let Some(len) = out[start..].find('}') else {
-                break;
-            };
-            let var = &out[start + 2..start + len];
-            let value = std::env::var(var).unwrap_or_default();
-            out.replace_range(start..start + len + 1, &value);
-        }
-        out
+        expand_with(
+            text,
+            self.inside_room(),
+            self.inside_cache(),
+            &self.inside_junit(junit),
+        )
+    }
+
+    /// [`StepEnv::expand`] with the room and the cache as vouch reads them.
+    pub fn expand_for_vouch(&self, text: &str, junit: &Path) -> String {
+        expand_with(text, &self.room, &self.cache, junit)
     }
 
     /// The environment of a step: profile env, then the step's, expanded.
@@ -158,10 +188,25 @@ impl StepEnv {
     }
 
     /// Where a runner writes its JUnit XML: a directory of its own, the only part of the logs a step may write.
+    /// With views, one directory per command, which steps see at the one path every role's steps see, under
+    /// one name ([`StepEnv::expand`]): a test cannot tell a rerun or the bite check by where it reports.
     pub fn junit_path(&self, step: &str, suffix: &str) -> PathBuf {
-        self.logs
-            .join("junit")
-            .join(format!("{}{suffix}.junit.xml", file_stem(step)))
+        let stem = file_stem(step);
+        let dir = self.logs.join("junit");
+        match &self.views {
+            Some(_) => dir
+                .join(format!("{stem}{suffix}"))
+                .join(format!("{stem}.junit.xml")),
+            None => dir.join(format!("{stem}{suffix}.junit.xml")),
+        }
+    }
+
+    /// A JUnit path as steps see it.
+    fn inside_junit(&self, junit: &Path) -> PathBuf {
+        match (&self.views, junit.file_name()) {
+            (Some(v), Some(name)) => v.inside().junit.join(name),
+            _ => junit.to_path_buf(),
+        }
     }
 
     /// The step's own home directory (`HOME` inside the sandbox), kept with the build caches.
@@ -169,7 +214,19 @@ impl StepEnv {
         self.cache.join("home")
     }
 
-    /// A process spec for a step's command in the room, logs named after `stem`.
+    /// The phase of a step's own command: a build (and a lint that builds, like clippy reusing the build) keeps
+    /// what it writes; everything else runs in a layer of its own.
+    pub fn phase_of(step: &Step) -> Phase {
+        if step.kind == StepKind::Build
+            || (step.kind == StepKind::Lint && step.reuse_build.is_some())
+        {
+            Phase::Build
+        } else {
+            Phase::Run
+        }
+    }
+
+    /// A process spec for a step's command in the room, logs named after `stem`, in the step's own phase.
     pub fn spec(
         &self,
         step: &Step,
@@ -179,21 +236,52 @@ impl StepEnv {
         timeout: Duration,
         merge_output: bool,
     ) -> Spec {
+        self.spec_in(
+            step,
+            argv,
+            junit,
+            stem,
+            timeout,
+            merge_output,
+            Self::phase_of(step),
+        )
+    }
+
+    /// [`StepEnv::spec`] in `phase`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn spec_in(
+        &self,
+        step: &Step,
+        argv: Vec<String>,
+        junit: &Path,
+        stem: &str,
+        timeout: Duration,
+        merge_output: bool,
+        phase: Phase,
+    ) -> Spec {
         let junit_dir = junit
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_else(|| self.logs.clone());
         let vars = self.env_for(step, junit);
+        // With views, the JUnit directory is bound where every command's steps see theirs.
+        let (writable, binds) = match &self.views {
+            Some(v) => (Vec::new(), vec![(junit_dir, v.inside().junit.clone())]),
+            None => (vec![junit_dir], Vec::new()),
+        };
         let confined = Confined {
             vars: &vars,
-            writable: vec![junit_dir],
+            writable,
             network: step.network,
+            phase,
+            binds,
         };
         self.confined_spec(argv, confined, stem, timeout, merge_output)
     }
 
     /// A process spec for `argv` in the room, confined: the room, the cache and `how.writable` writable
-    /// (created if missing), the step's home as `HOME`, logs named after `stem`.
+    /// (created if missing), the step's home as `HOME`, logs named after `stem`. Where the places cannot be
+    /// mounted, the spec runs a command that says so and fails.
     pub fn confined_spec(
         &self,
         argv: Vec<String>,
@@ -203,7 +291,10 @@ impl StepEnv {
         merge_output: bool,
     ) -> Spec {
         let home = self.home();
-        for dir in std::iter::once(&home).chain(&how.writable) {
+        let bound = how.binds.iter().map(|(outside, _)| outside);
+        // With views, the home is made where the command sees it ([`layered`]).
+        let own_home = self.views.is_none().then_some(&home);
+        for dir in own_home.into_iter().chain(&how.writable).chain(bound) {
             if let Err(e) = std::fs::create_dir_all(dir) {
                 tracing::warn!("create {}: {e}", dir.display());
             }
@@ -220,24 +311,170 @@ impl StepEnv {
                 .chain(self.python.activation().map(|a| a.shared.clone()))
                 .collect(),
             network: how.network,
+            binds: how.binds,
+            ..Policy::default()
         };
+        let env = sandbox::child_env(&home, how.vars);
+        let (argv, env, hold) = self.wrap(&argv, &self.room, env, policy, how.phase);
         Spec {
-            argv: self.sandbox.wrap(&argv, &self.room, &policy),
+            argv,
             cwd: self.room.clone(),
-            env: sandbox::child_env(&home, how.vars),
+            env,
             timeout,
             log_path: self.logs.join(format!("{stem}.log")),
             stdout_path: self.logs.join(format!("{stem}.stdout")),
             merge_output,
+            hold,
         }
+    }
+
+    /// `argv` in `cwd` confined by `policy`, in `phase`: with views, the role's places mounted for the phase
+    /// and bound where steps see them, every path of vouch's in the command line, the environment and the
+    /// policy turned into the steps' own. The command line, the environment, and what keeps the mounts.
+    pub fn wrap(
+        &self,
+        argv: &[String],
+        cwd: &Path,
+        env: Vec<(String, String)>,
+        mut policy: Policy,
+        phase: Phase,
+    ) -> (Vec<String>, Vec<(String, String)>, crate::process::Hold) {
+        let Some(views) = &self.views else {
+            return (
+                self.sandbox.wrap(argv, cwd, &policy),
+                env,
+                crate::process::Hold::default(),
+            );
+        };
+        let bound = match views.bind(phase) {
+            Ok(b) => b,
+            Err(e) => {
+                let why = format!("vouch could not mount this step's places: {e:#}");
+                let argv = vec![
+                    "sh".into(),
+                    "-c".into(),
+                    "echo \"$0\" >&2; exit 125".into(),
+                    why,
+                ];
+                return (argv, env, crate::process::Hold::default());
+            }
+        };
+        let own = |p: &PathBuf| {
+            [&self.room, &self.cache, &bound.room, &bound.cache]
+                .iter()
+                .any(|d| p.starts_with(d))
+        };
+        policy.writable.retain(|p| !own(p));
+        policy.readable.retain(|p| !own(p));
+        policy.hidden.extend(self.hidden.iter().cloned());
+        let inside = views.inside();
+        policy.binds.push((bound.room.clone(), inside.room.clone()));
+        policy
+            .binds
+            .push((bound.cache.clone(), inside.cache.clone()));
+        let argv: Vec<String> = argv
+            .iter()
+            .map(|a| views.text_to_inside(a, Some(&bound)))
+            .collect();
+        let env = env
+            .into_iter()
+            .map(|(k, v)| {
+                let v = views.text_to_inside(&v, Some(&bound));
+                (k, v)
+            })
+            .collect();
+        let cwd = views.to_inside(cwd, Some(&bound));
+        (self.sandbox.wrap(&argv, &cwd, &policy), env, bound.hold)
     }
 
     /// Output paths inside the room (absolute) shown relative to the room, so reports read like a checkout.
     pub fn relativize(&self, text: &str) -> String {
-        let mut prefix = self.room.to_string_lossy().into_owned();
-        prefix.push('/');
-        text.replace(&prefix, "")
+        let mut out = text.to_owned();
+        for room in [self.inside_room(), self.room.as_path()] {
+            let mut prefix = room.to_string_lossy().into_owned();
+            prefix.push('/');
+            out = out.replace(&prefix, "");
+        }
+        out
     }
+}
+
+/// The build of a test step without running its tests (`cargo test --no-run`, `go test -run '^$'`), in the
+/// build phase, so that its run and every rerun start from binaries no test has touched. Its failure is
+/// left to the run, which builds again and says why.
+///
+/// Call it before [`run_step`] of a test step; without layers there is nothing to keep apart, and it does
+/// nothing. The build layer is sealed after it.
+pub async fn build_tests(step: &Step, env: &StepEnv, cancel: &CancellationToken) -> Result<()> {
+    if env.views.is_none()
+        || step.kind != StepKind::Test
+        || not_applicable(step, &env.room).is_some()
+    {
+        return Ok(());
+    }
+    let junit = env.junit_path(&step.name, ".build");
+    let stem = file_stem(&step.name);
+    test_build(step, env, &junit, &stem, cancel).await?;
+    seal(env);
+    Ok(())
+}
+
+async fn test_build(
+    step: &Step,
+    env: &StepEnv,
+    junit: &Path,
+    stem: &str,
+    cancel: &CancellationToken,
+) -> Result<()> {
+    let Some(build) = crate::gate::bite::select::build_command(step.runner(), &step.raw_argv())
+    else {
+        return Ok(());
+    };
+    if let Some(State::Failed(_)) = env.python.ensure(step, env, cancel).await {
+        return Ok(());
+    }
+    if let Some(Fetched::Failed(_)) = env.deps.ensure(step, env, cancel).await {
+        return Ok(());
+    }
+    let spec = env.spec_in(
+        step,
+        env.argv_for(&build, junit),
+        junit,
+        &format!("{stem}.build"),
+        step.timeout(),
+        true,
+        Phase::Build,
+    );
+    let outcome = process::run_clean_env(&spec, cancel).await?;
+    tracing::debug!("{}: test build {:?}", step.name, outcome.exit_code);
+    Ok(())
+}
+
+/// Seals the role's open build layer before a command that runs on top of it (see [`layered`]); a failure
+/// only costs the reuse: the command then builds again in its own layer.
+pub fn seal(env: &StepEnv) {
+    if let Some(views) = &env.views {
+        if let Err(e) = views.seal() {
+            tracing::warn!("seal the build layer: {e:#}");
+        }
+    }
+}
+
+/// `text` with `{room}`, `{cache}` and `{junit}` filled in, and `${VAR}` from vouch's own environment.
+fn expand_with(text: &str, room: &Path, cache: &Path, junit: &Path) -> String {
+    let mut out = text
+        .replace("{room}", &room.to_string_lossy())
+        .replace("{cache}", &cache.to_string_lossy())
+        .replace("{junit}", &junit.to_string_lossy());
+    while let Some(start) = out.find("${") {
+        let Some(len) = out[start..].find('}') else {
+            break;
+        };
+        let var = &out[start + 2..start + len];
+        let value = std::env::var(var).unwrap_or_default();
+        out.replace_range(start..start + len + 1, &value);
+    }
+    out
 }
 
 fn file_stem(name: &str) -> String {
@@ -266,16 +503,24 @@ fn clippy_on_build(step: &Step, env: &StepEnv, junit: &Path) -> Option<(Step, St
     {
         return None;
     }
+    // Where vouch sees both target directories (steps may see them elsewhere).
     let in_room = |p: &str| env.room.join(p);
-    let to = in_room(
-        vars.get("CARGO_TARGET_DIR")
-            .map_or("target", String::as_str),
-    );
-    let from = in_room(&env.expand(from, junit));
+    let target = step
+        .env
+        .get("CARGO_TARGET_DIR")
+        .or_else(|| env.profile_env.get("CARGO_TARGET_DIR"));
+    let to = in_room(&target.map_or_else(|| "target".into(), |t| env.expand_for_vouch(t, junit)));
+    let from = in_room(&env.expand_for_vouch(from, junit));
     if to == from {
         return None;
     }
-    let linked = places::seed_target(&from, &to);
+    // With layers, the lint's target directory comes from the trusted cache, which base's build (this build
+    // among it) seeded: a gate's own view is not written outside a build phase.
+    let linked = if env.views.as_ref().is_some_and(|v| !v.is_trusted()) {
+        0
+    } else {
+        places::seed_target(&from, &to)
+    };
     tracing::debug!(
         "{}: {linked} dependency artifacts linked from {}",
         step.name,
@@ -313,13 +558,14 @@ pub async fn missing_tool(
     if let Some(probe) = &step.probe {
         let argv = env.argv_for(probe, &junit);
         let stem = format!("{}.probe", file_stem(&step.name));
-        let spec = env.spec(
+        let spec = env.spec_in(
             step,
             argv.clone(),
             &junit,
             &stem,
             Duration::from_secs(60),
             true,
+            Phase::Run,
         );
         match process::run_clean_env(&spec, cancel).await {
             Ok(o) if o.success() => {}
@@ -434,13 +680,20 @@ pub async fn run_step(
     let step = on_build.as_ref().map_or(step, |(s, _)| s);
     let argv = env.argv_for(&step.raw_argv(), &junit);
     let stem = file_stem(&step.name);
-    let spec = env.spec(
+    let mut phase = StepEnv::phase_of(step);
+    // A generator writes a layer that is read for drift and thrown away.
+    if env.views.is_some() && step.kind == StepKind::Codegen {
+        seal(env);
+        phase = Phase::Build;
+    }
+    let mut spec = env.spec_in(
         step,
         argv.clone(),
         &junit,
         &stem,
         step.timeout(),
         merge(step),
+        phase,
     );
     let command = match &on_build {
         Some((_, shown_env)) => format!("{shown_env} {}", process::quote_argv(&argv)),
@@ -484,7 +737,7 @@ pub async fn run_step(
     }
     let mut drift = Vec::new();
     if step.kind == StepKind::Codegen && !outcome.timed_out && !outcome.cancelled {
-        drift = drift_of(room)?;
+        drift = drift_of(room, &env.room)?;
         if !drift.is_empty() {
             if status == StepStatus::Pass {
                 status = StepStatus::Fail;
@@ -498,7 +751,12 @@ pub async fn run_step(
                     .join(", ")
             ));
         }
-        room.restore(objects)?;
+        // The generator's command has ended; its layer can go.
+        spec.hold = process::Hold::default();
+        match &env.views {
+            Some(views) => views.discard()?,
+            None => room.restore(objects)?,
+        }
     }
     let mut results = Vec::new();
     let mut tests = None;
@@ -529,13 +787,15 @@ pub async fn run_step(
     })
 }
 
-/// Runs test selections (for reruns and the bite check): each command in turn, results merged.
+/// Runs test selections (for reruns and the bite check): each command in turn, results merged. `phase` is
+/// Build for a selection's build (its writes kept for its run), Run for the tests themselves.
 pub async fn run_selection(
     step: &Step,
     env: &StepEnv,
     commands: &[Vec<String>],
     label: &str,
     timeout: Duration,
+    phase: Phase,
     cancel: &CancellationToken,
 ) -> Result<(Vec<TestResult>, Vec<Outcome>)> {
     if let Some(State::Failed(why)) = env.python.ensure(step, env, cancel).await {
@@ -552,13 +812,17 @@ pub async fn run_selection(
         let junit = env.junit_path(&step.name, &suffix);
         let _ = std::fs::remove_file(&junit);
         let stem = format!("{}{suffix}", file_stem(&step.name));
-        let spec = env.spec(
+        if phase == Phase::Run {
+            seal(env);
+        }
+        let spec = env.spec_in(
             step,
             env.argv_for(raw, &junit),
             &junit,
             &stem,
             timeout,
             merge(step),
+            phase,
         );
         let outcome = process::run_clean_env(&spec, cancel).await?;
         results.extend(parse_results(step, env, &spec, &junit));
@@ -636,11 +900,12 @@ pub fn counts(results: &[TestResult]) -> TestCounts {
     c
 }
 
-fn drift_of(room: &Room) -> Result<Vec<Drift>> {
+/// What a code generator changed in the room, as vouch sees it at `seen` (the room itself, or its view).
+fn drift_of(room: &Room, seen: &Path) -> Result<Vec<Drift>> {
     let mut out = Vec::new();
-    for (path, change) in room.drift()? {
+    for (path, change) in room.drift_at(seen)? {
         let old = room.committed_text(&path).unwrap_or_default();
-        let new = std::fs::read_to_string(room.dir().join(&path)).unwrap_or_default();
+        let new = std::fs::read_to_string(seen.join(&path)).unwrap_or_default();
         let diff = similar::TextDiff::from_lines(&old, &new)
             .unified_diff()
             .context_radius(2)

@@ -170,6 +170,7 @@ impl GateRun<'_> {
                 &cmds,
                 &format!("rerun{attempt}-"),
                 step.timeout(),
+                crate::gate::layered::Phase::Run,
                 self.cancel,
             )
             .await?;

@@ -138,6 +138,7 @@ fn spec(argv: Vec<String>, cwd: &Path, log: PathBuf, timeout: Duration) -> proce
         stdout_path: log.clone(),
         log_path: log,
         merge_output: true,
+        hold: Default::default(),
     }
 }
 

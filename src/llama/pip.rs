@@ -84,6 +84,7 @@ impl Download {
             log_path: self.log.clone(),
             stdout_path: self.log.clone(),
             merge_output: true,
+            hold: Default::default(),
         };
         let run = process::run(&spec, cancel);
         tokio::pin!(run);

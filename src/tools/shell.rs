@@ -105,6 +105,7 @@ impl ShellRunner {
                 writable: vec![dir.clone(), home],
                 readable,
                 network: false,
+                ..Policy::default()
             },
             dir,
             logs,
@@ -144,6 +145,7 @@ impl ShellRunner {
             log_path: log.clone(),
             stdout_path: log,
             merge_output: true,
+            hold: Default::default(),
         };
         let outcome = match process::run_clean_env(&spec, cancel).await {
             Ok(o) => o,

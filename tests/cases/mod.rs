@@ -18,6 +18,7 @@ mod gate_python;
 mod gate_rules;
 mod gate_rust;
 mod hostile;
+mod judged_state;
 mod k8s_emit;
 mod local_model;
 mod model;

@@ -20,8 +20,9 @@ use crate::gate::baseline;
 use crate::gate::bite::plan::Overlay;
 use crate::gate::bite::{self, cache, BiteReport, BiteTest, Plan};
 use crate::gate::cargo::{self, Layout};
+use crate::gate::layered::Phase;
 use crate::gate::outcome::{BiteMethod, BiteStatus, TestOutcome};
-use crate::gate::places::{open_bite_room, open_overlay_room, open_room, places, step_env};
+use crate::gate::places::open_overlay_room_at;
 use crate::gate::profile::{BitePolicy, Step, StepKind};
 use crate::gate::results::{Runner, TestResult};
 use crate::gate::steps::{self, human, plural, StepEnv};
@@ -299,8 +300,9 @@ impl GateRun<'_> {
         limits: Limits,
         layout: Option<&Layout>,
     ) -> Result<TreeRun> {
-        let (room, places) = open_overlay_room(self.opts, self.prep, files, logs_name).await?;
-        let env = step_env(self.prep, &room, &places);
+        let places = self.roles.places(self.opts, self.prep, "bite", logs_name)?;
+        let room = open_overlay_room_at(self.prep, files, places.room.clone()).await?;
+        let env = self.roles.env(self.prep, &room, &places, "bite")?;
         let runner = step.runner();
         let mut out = TreeRun::default();
         let mut covered = BTreeSet::new();
@@ -317,6 +319,7 @@ impl GateRun<'_> {
                         build,
                         &format!("{logs_name}{i}-build-"),
                         limits.build,
+                        Phase::Build,
                     )
                     .await?;
                 if built.timed_out {
@@ -336,7 +339,14 @@ impl GateRun<'_> {
                 }
             }
             let (mut results, mut outcome) = self
-                .select_one(step, &env, cmd, &format!("{logs_name}{i}-"), limits.tests)
+                .select_one(
+                    step,
+                    &env,
+                    cmd,
+                    &format!("{logs_name}{i}-"),
+                    limits.tests,
+                    Phase::Run,
+                )
                 .await?;
             // Ids pytest no longer finds (they embed the time, say) make it run none of the selection: their
             // functions run whole with the others, and each instance is matched back to head's id in order
@@ -361,6 +371,7 @@ impl GateRun<'_> {
                             again,
                             &format!("{logs_name}{i}-found-"),
                             limits.tests,
+                            Phase::Run,
                         )
                         .await?;
                     results = bite::select::pytest_renamed(&ids, &missing, ran);
@@ -390,9 +401,10 @@ impl GateRun<'_> {
         cmd: Vec<String>,
         label: &str,
         timeout: Duration,
+        phase: Phase,
     ) -> Result<(Vec<TestResult>, crate::process::Outcome)> {
         let (results, outcomes) =
-            steps::run_selection(step, env, &[cmd], label, timeout, self.cancel).await?;
+            steps::run_selection(step, env, &[cmd], label, timeout, phase, self.cancel).await?;
         if self.cancel.is_cancelled() {
             return Err(VouchError::Interrupted.into());
         }
@@ -425,10 +437,19 @@ impl GateRun<'_> {
         let pb = self
             .ui
             .start("bite check: the whole test command without the production change");
-        let (room, bite_places) = open_bite_room(self.opts, self.prep, plan).await?;
-        let env = step_env(self.prep, &room, &bite_places);
+        let bite_places = self.roles.places(self.opts, self.prep, "bite", "bite")?;
+        let room =
+            open_overlay_room_at(self.prep, plan.overlay.clone(), bite_places.room.clone()).await?;
+        let env = self.roles.env(self.prep, &room, &bite_places, "bite")?;
         let (_, reverted) = self
-            .select_one(step, &env, step.raw_argv(), "bite-whole-", limit)
+            .select_one(
+                step,
+                &env,
+                step.raw_argv(),
+                "bite-whole-",
+                limit,
+                Phase::Run,
+            )
             .await?;
         drop(room);
         let outcome = if reverted.timed_out {
@@ -437,16 +458,21 @@ impl GateRun<'_> {
             TestOutcome::Inert
         } else {
             // It fails without the change: that counts only if the same command passes at base.
-            let base_places = places(self.opts, self.prep, "base")?;
-            let base_room =
-                open_room(self.prep, &self.prep.base.sha, base_places.room.clone()).await?;
-            let env = step_env(self.prep, &base_room, &base_places);
+            let base_places = self.roles.places(self.opts, self.prep, "base", "base")?;
+            let base_room = self
+                .roles
+                .base_room(self.opts, self.prep, &base_places)
+                .await?;
+            let env = self
+                .roles
+                .env(self.prep, &base_room, &base_places, "base")?;
             let (_, at_base) = steps::run_selection(
                 step,
                 &env,
                 &[step.raw_argv()],
                 "base-whole-",
                 limit,
+                Phase::Run,
                 self.cancel,
             )
             .await?;

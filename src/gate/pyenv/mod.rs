@@ -244,16 +244,25 @@ impl Runner<'_> {
             ("PYTHONDONTWRITEBYTECODE".to_string(), "1".to_string()),
         ];
         vars.extend(self.vars.iter().cloned());
+        // Setting up the environment is the room's build phase: what it writes is kept for the steps.
+        tracing::info!("python env: {}", process::quote_argv(&argv));
+        let (argv, env, hold) = self.env.wrap(
+            &argv,
+            cwd,
+            sandbox::child_env(&home, &vars),
+            policy,
+            crate::gate::layered::Phase::Build,
+        );
         let spec = Spec {
-            argv: self.env.sandbox.wrap(&argv, cwd, &policy),
+            argv,
             cwd: cwd.to_path_buf(),
-            env: sandbox::child_env(&home, &vars),
+            env,
             timeout: INSTALL_TIMEOUT,
             log_path: self.env.logs.join(format!("{stem}.log")),
             stdout_path: self.env.logs.join(format!("{stem}.stdout")),
             merge_output: true,
+            hold,
         };
-        tracing::info!("python env: {}", process::quote_argv(&argv));
         match process::run_clean_env(&spec, self.cancel).await {
             Ok(o) if o.success() => Ok(std::fs::read_to_string(&spec.log_path).unwrap_or_default()),
             Ok(o) if o.timed_out => Err(format!("{what} timed out")),
@@ -292,6 +301,7 @@ async fn prepare_layers(
         writable,
         readable,
         network: false,
+        ..Policy::default()
     };
     let mut readable = env.readable.clone();
     readable.push(env.room.clone());
@@ -309,7 +319,7 @@ async fn prepare_layers(
     // The active environment is part of what the shared venv holds: another one makes another venv.
     let key = format!("{version}\n{}", active.join("\n"));
     let hash = dependency_hash(&env.room, &files, settings, &key);
-    let repo_dir = env.cache.parent().unwrap_or(&env.cache).to_path_buf();
+    let repo_dir = env.shared.clone();
     let shared = repo_dir.join(SHARED_DIR).join(&hash);
     let built = {
         let _guard = build_lock().lock().await;
@@ -320,7 +330,11 @@ async fn prepare_layers(
         missing
     };
     touch(&shared.join(READY));
-    let layer = env.cache.join("python-room").join(short_hash(&env.room));
+    // Named by the room as steps see it, the same for every gate of the repository.
+    let layer = env
+        .cache
+        .join("python-room")
+        .join(short_hash(env.inside_room()));
     let layer_key = layer::key(&env.room, &shared, run.vars.first());
     if !built && layer::reuse(&layer, &layer_key, &env.room) {
         tracing::info!("python env: reusing {}", layer.display());
@@ -404,6 +418,7 @@ async fn build_shared(
         writable: vec![parent.clone(), env.cache.clone()],
         readable,
         network: true,
+        ..Policy::default()
     };
     let result = async {
         let mut venv = vec![settings.python.clone(), "-m".into(), "venv".into()];
