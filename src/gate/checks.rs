@@ -32,6 +32,7 @@ pub(super) fn compared_at_base(kind: StepKind, status: StepStatus) -> bool {
 /// The placeholders of the machine paths of a step's environment.
 fn scrub(env: &StepEnv) -> Scrub {
     Scrub::new(&env.room, &env.cache, &env.home(), &env.logs)
+        .seen_at(env.inside_room(), env.inside_cache())
 }
 
 /// Reads a check's or build's output once it ran: a structured output (JSON) gets a log tail people can read,
@@ -40,7 +41,11 @@ pub(super) fn digest(step: &Step, report: &mut StepReport, env: &StepEnv) {
     if !(report.kind.parallel() || report.kind == StepKind::Build) || report.log.is_none() {
         return;
     }
-    let found = lint::read(&read_log(report), &Scrub::room(&env.room), &env.room);
+    let found = lint::read(
+        &read_log(report),
+        &Scrub::room_seen_at(&env.room, env.inside_room()),
+        &env.room,
+    );
     if !found.format.structured() {
         return;
     }

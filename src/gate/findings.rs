@@ -20,7 +20,8 @@ const MESSAGE_CHARS: usize = 240;
 
 /// One finding per failed, timed-out or unrunnable step that is not a test step (test steps are judged by
 /// their per-test results): what failed and, from its note or its output, why.
-pub fn step_findings(reports: &[StepReport], room: &Path) -> Vec<Finding> {
+/// `room` is where vouch sees the room, `inside` where the steps saw it (the paths their output names).
+pub fn step_findings(reports: &[StepReport], room: &Path, inside: &Path) -> Vec<Finding> {
     let mut out = Vec::new();
     for st in reports {
         if !st.status.is_bad() || st.kind == StepKind::Test {
@@ -42,7 +43,7 @@ pub fn step_findings(reports: &[StepReport], room: &Path) -> Vec<Finding> {
         if let Some(note) = &st.note {
             r.push_str(": ");
             r.push_str(note);
-        } else if let Some(detail) = failure_detail(st, room) {
+        } else if let Some(detail) = failure_detail(st, room, inside) {
             r.push_str(": ");
             r.push_str(&detail);
         }
@@ -106,12 +107,13 @@ pub fn mentioned_files(tail: &str, room: &Path) -> Vec<String> {
 /// A short, specific account of a failed step: the files a formatter names, or the first error of a linter
 /// or compiler with its location (read structurally when the tool printed JSON), else the first line that
 /// looks like an error.
-pub fn failure_detail(st: &StepReport, room: &Path) -> Option<String> {
-    let files = mentioned_files(&st.log_tail, room);
+pub fn failure_detail(st: &StepReport, room: &Path, inside: &Path) -> Option<String> {
+    let tail = Scrub::room_seen_at(room, inside).apply(&st.log_tail);
+    let files = mentioned_files(&tail, room);
     if st.kind == StepKind::Format && !files.is_empty() {
         return Some(format!("not formatted: {}", files.join(", ")));
     }
-    let found = lint::read(&read_log(st), &Scrub::room(room), room);
+    let found = lint::read(&read_log(st), &Scrub::room_seen_at(room, inside), room);
     if found.format.structured() {
         if let Some(f) = found.first_error() {
             return Some(f.describe().chars().take(LINE_CHARS).collect());
@@ -234,12 +236,12 @@ mod tests {
             "Diff in src/lib.rs:3:\n fn add() {\n-    1+1\n+    1 + 1\n }\n",
         );
         assert_eq!(
-            failure_detail(&rustfmt, dir.path()).as_deref(),
+            failure_detail(&rustfmt, dir.path(), dir.path()).as_deref(),
             Some("not formatted: src/lib.rs")
         );
         let gofmt = failed("gofmt", StepKind::Format, "calc.go\n");
         assert_eq!(
-            failure_detail(&gofmt, dir.path()).as_deref(),
+            failure_detail(&gofmt, dir.path(), dir.path()).as_deref(),
             Some("not formatted: calc.go")
         );
         let ruff = failed(
@@ -249,7 +251,7 @@ mod tests {
         );
         let dir = room(&["calc.py"]);
         assert_eq!(
-            failure_detail(&ruff, dir.path()).as_deref(),
+            failure_detail(&ruff, dir.path(), dir.path()).as_deref(),
             Some("not formatted: calc.py")
         );
     }
@@ -263,7 +265,7 @@ mod tests {
             "    Checking calc v0.1.0\nerror: unneeded `return` statement\n  --> src/lib.rs:2:5\n   |\n2  |     return a + b;\n   = help: for further information visit https://rust-lang.github.io/rust-clippy/master/index.html#needless_return\n",
         );
         assert_eq!(
-            failure_detail(&clippy, dir.path()).as_deref(),
+            failure_detail(&clippy, dir.path(), dir.path()).as_deref(),
             Some("error: unneeded `return` statement (src/lib.rs:2:5)")
         );
     }
@@ -277,7 +279,7 @@ mod tests {
             "# example.com/calc\n./calc.go:7:2: fmt.Printf format %s has arg x of wrong type int\n",
         );
         assert_eq!(
-            failure_detail(&vet, dir.path()).as_deref(),
+            failure_detail(&vet, dir.path(), dir.path()).as_deref(),
             Some("./calc.go:7:2: fmt.Printf format %s has arg x of wrong type int")
         );
         let ruff = failed(
@@ -286,7 +288,7 @@ mod tests {
             "calc.py:1:8: F401 [*] `os` imported but unused\nlegacy.py:1:8: F401 [*] `sys` imported but unused\nFound 2 errors.\n",
         );
         assert_eq!(
-            failure_detail(&ruff, dir.path()).as_deref(),
+            failure_detail(&ruff, dir.path(), dir.path()).as_deref(),
             Some(
                 "calc.py:1:8: F401 [*] `os` imported but unused (files named: calc.py, legacy.py)"
             )
@@ -302,7 +304,7 @@ mod tests {
             "Compiling x\nerror[E0425]: cannot find value `y`\nmore\n",
         );
         assert_eq!(
-            failure_detail(&build, dir.path()).as_deref(),
+            failure_detail(&build, dir.path(), dir.path()).as_deref(),
             Some("error[E0425]: cannot find value `y`")
         );
         assert_eq!(
@@ -321,7 +323,7 @@ mod tests {
             "   Compiling calc v0.1.0\nwarning: unused variable: `unused`\n --> src/lib.rs:3:9\n  |\nerror[E0277]: cannot add `&str` to `i64`\n --> src/lib.rs:4:11\n  |\nerror: could not compile `calc` (lib) due to 1 previous error\n",
         );
         assert_eq!(
-            failure_detail(&build, dir.path()).as_deref(),
+            failure_detail(&build, dir.path(), dir.path()).as_deref(),
             Some("error[E0277]: cannot add `&str` to `i64` (src/lib.rs:4:11)")
         );
     }
@@ -343,7 +345,7 @@ mod tests {
             &format!("{json}\nerror: could not compile `calc` (lib) due to 1 previous error\n"),
         );
         assert_eq!(
-            failure_detail(&clippy, dir.path()).as_deref(),
+            failure_detail(&clippy, dir.path(), dir.path()).as_deref(),
             Some("src/lib.rs:9:5: unneeded `return` statement [clippy::needless_return]")
         );
     }
@@ -386,7 +388,7 @@ mod tests {
         let mut error = failed("lint", StepKind::Lint, "");
         error.status = StepStatus::Error;
         error.exit_code = None;
-        let found = step_findings(&[timeout, passed, test, error], dir.path());
+        let found = step_findings(&[timeout, passed, test, error], dir.path(), dir.path());
         assert_eq!(
             found.iter().map(|f| f.message.as_str()).collect::<Vec<_>>(),
             vec![

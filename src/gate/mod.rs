@@ -116,7 +116,11 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
     }
     findings.append(&mut gate.findings);
     notes.append(&mut gate.notes);
-    findings.extend(findings::step_findings(&reports, head_room.dir()));
+    findings.extend(findings::step_findings(
+        &reports,
+        head_room.dir(),
+        env.inside_room(),
+    ));
     let bite = match gate.bite.take() {
         Some(b) => {
             findings.extend(b.findings(opts.allow_removed_tests));

@@ -27,6 +27,8 @@ pub(super) struct Places {
     pub room: Placement,
     pub cache: PathBuf,
     pub logs: PathBuf,
+    /// The repository's own directory (`<cache>/rooms/<key>`): its shared environments, whatever the room.
+    pub shared: PathBuf,
 }
 
 /// The places of `role`, its step logs under `logs_name` (two runs in one room keep their logs apart); `seed` says whether a role other than head gets head's dependency artifacts.
@@ -129,6 +131,7 @@ fn layout(opts: &Options, repo_key: &str, head_sha: &str, role: &str, logs_name:
         room,
         cache: absolute(repo_dir.join(format!("{role}.cache"))),
         logs: absolute(logs),
+        shared: absolute(repo_dir),
     }
 }
 
@@ -416,10 +419,7 @@ pub(super) fn step_env(prep: &Prepared, room: &Room, places: &Places) -> StepEnv
     StepEnv {
         room: room.dir().to_path_buf(),
         cache: places.cache.clone(),
-        shared: places
-            .cache
-            .parent()
-            .map_or_else(|| places.cache.clone(), Path::to_path_buf),
+        shared: places.shared.clone(),
         logs: places.logs.clone(),
         profile_env: prep.profile.env.clone(),
         sandbox: prep.sandbox.clone(),

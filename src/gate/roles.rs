@@ -473,6 +473,21 @@ async fn build_trusted(
     // Marked unbuilt while it is written: a crash in between leaves no record naming this base.
     trusted.set_record(&Record::default())?;
     let mut ok = true;
+    // A Python project's room environment too (the editable install of base): every role of a later gate
+    // sees it at the same inside path and reuses it while its layout is base's.
+    if let Some(test) = prep
+        .profile
+        .steps
+        .iter()
+        .find(|s| s.kind == crate::gate::profile::StepKind::Test)
+    {
+        if let Some(crate::gate::pyenv::State::Failed(why)) =
+            env.python.ensure(test, &env, cancel).await
+        {
+            tracing::info!("trusted build: base's Python environment: {why}");
+            ok = false;
+        }
+    }
     for step in trusted_steps(&prep.profile.steps) {
         if steps::not_applicable(&step, &env.room).is_some()
             || steps::missing_tool(&step, &env, cancel).await.is_some()

@@ -176,10 +176,10 @@ fn an_install_that_fails_is_an_environment_error_with_pips_error_not_a_failure()
         note.contains("installing the project's dependencies failed: ERROR:"),
         "{note}"
     );
-    assert!(
-        shared_envs(&repo.cache).is_empty(),
-        "a half-built venv was kept"
-    );
+    // Base's venv, made by the trusted build, is the only one, and it is whole.
+    let envs = shared_envs(&repo.cache);
+    assert_eq!(envs.len(), 1, "a half-built venv was kept: {envs:?}");
+    assert!(envs[0].join(".vouch-ready").is_file(), "{envs:?}");
 }
 
 #[test]
@@ -268,25 +268,37 @@ fn the_venv_the_users_python_belongs_to_is_seen_by_the_gate() {
 
 /// The room layers (`<cache>/rooms/<key>/<role>.cache/python-room/<hash>`) and when each was made.
 fn layers(cache: &Path) -> Vec<(PathBuf, std::time::SystemTime, bool)> {
-    let mut out = Vec::new();
+    // Base's, in the trusted cache; the ones a change's build made, in its kept build layers.
+    let mut dirs = Vec::new();
     for repo in std::fs::read_dir(cache.join("rooms"))
         .into_iter()
         .flatten()
         .flatten()
     {
-        for role in ["head", "bite"] {
-            let dir = repo
-                .path()
-                .join(format!("{role}.cache"))
-                .join("python-room");
-            for layer in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-                let p = layer.path();
-                out.push((
-                    p.clone(),
-                    modified(&p.join("pyvenv.cfg")),
-                    p.join(".vouch-layer.json").is_file(),
-                ));
+        dirs.push(repo.path().join("base.cache/python-room"));
+        for change in std::fs::read_dir(repo.path().join("layers"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            for layer in std::fs::read_dir(change.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                dirs.push(layer.path().join("cache/files/python-room"));
             }
+        }
+    }
+    let mut out = Vec::new();
+    for dir in dirs {
+        for layer in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = layer.path();
+            out.push((
+                p.clone(),
+                modified(&p.join("pyvenv.cfg")),
+                p.join(".vouch-layer.json").is_file(),
+            ));
         }
     }
     out.sort();
@@ -322,8 +334,9 @@ fn a_room_layer_is_reused_while_the_projects_layout_is_the_same_and_made_again_w
     let g = repo.gate(&["--base", "HEAD~1"]);
     assert_eq!(g.verdict(), "pass", "{}", g.explain());
     assert_eq!(g.report()["bite"]["status"], "bites", "{}", g.explain());
+    // One environment, base's, made by the trusted build and used as it is by head and the bite room.
     let first = layers(&repo.cache);
-    assert_eq!(first.len(), 2, "{first:?}");
+    assert_eq!(first.len(), 1, "{first:?}");
     assert!(first.iter().all(|(_, _, marked)| *marked), "{first:?}");
 
     // The next change: both rooms open again at other trees with the same layout, and use their layers as
@@ -361,7 +374,7 @@ fn a_room_layer_is_reused_while_the_projects_layout_is_the_same_and_made_again_w
     assert_eq!(g.verdict(), "pass", "{}", g.explain());
     assert_eq!(g.report()["bite"]["status"], "bites", "{}", g.explain());
     let third = layers(&repo.cache);
-    assert_eq!(third.len(), 2, "{third:?}");
+    assert_eq!(third.len(), 1, "{third:?}");
     for ((path, made, _), (path3, made3, _)) in first.iter().zip(&third) {
         assert_eq!(path, path3);
         assert_ne!(
@@ -378,6 +391,7 @@ fn a_room_layer_whose_install_generated_a_module_is_never_reused() {
     // verlib's setup.py writes a module from the room's own table: a reused layer would keep another tree's.
     let repo = project();
     assert_eq!(repo.gate(&["--base", "HEAD~1"]).verdict(), "pass");
+    // Base's in the trusted cache and head's own in its build layer, neither marked for reuse.
     let first = layers(&repo.cache);
     assert_eq!(first.len(), 2, "{first:?}");
     assert!(first.iter().all(|(_, _, marked)| !marked), "{first:?}");

@@ -128,15 +128,14 @@ fn a_failure_already_present_at_base_is_not_blamed_unless_strict() {
     );
 }
 
+/// A test that fails beside `tests/test_mean.py` and passes without it, as an order-dependent test does: a
+/// rerun of the failed tests passes. (A marker file would not do: every test run writes a throwaway layer.)
+pub(crate) const FLAKY_TEST: &str = "import sys\n\n\ndef test_sometimes():\n    beside = [m for m in sys.modules if m.rsplit(\".\", 1)[-1] == \"test_mean\"]\n    assert not beside, \"fails beside test_mean\"\n";
+
 #[test]
 fn a_test_that_fails_once_then_passes_is_flaky_and_not_blamed() {
     let repo = project();
-    // The marker lives in the room (the sandbox lets a test write nowhere else); a reused room is reset
-    // between gate runs, so each run starts without it.
-    repo.write(
-        "tests/test_flaky.py",
-        "import os\n\n\ndef test_sometimes():\n    path = os.path.join(os.path.dirname(__file__), \".flaky-marker\")\n    if not os.path.exists(path):\n        open(path, \"w\").close()\n        assert False, \"first run fails\"\n",
-    );
+    repo.write("tests/test_flaky.py", FLAKY_TEST);
     repo.write("calc.py", FIXED_CALC);
     repo.write("tests/test_mean.py", TEST_MEAN);
     repo.commit("fix mean, add a flaky test");

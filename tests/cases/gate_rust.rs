@@ -202,19 +202,27 @@ fn clippy_reuses_the_builds_dependencies_and_the_tests_run_the_plain_binary() {
         command.starts_with("RUSTC_WORKSPACE_WRAPPER=clippy-driver cargo build --all-targets"),
         "{command}"
     );
-    // clippy's target directory holds the build's memchr and anyhow, the same files: no dependency was
-    // compiled again, not even one with a build script (whose run cargo judges by modification times).
+    // The trusted cache's clippy target directory holds the build's memchr and anyhow, the same files: no
+    // dependency was compiled again, not even one with a build script (whose run cargo judges by
+    // modification times); and the change's own build layers compiled neither again.
+    let deps = |name: &str| files_named(&repo.cache, name, ".rlib");
     let rlibs = |dir: &str| -> Vec<u64> {
         ["libmemchr-", "libanyhow-"]
             .iter()
-            .flat_map(|name| files_named(&repo.cache, name, ".rlib"))
+            .flat_map(|name| deps(name))
             .filter(|p| {
                 p.parent()
-                    .is_some_and(|d| d.ends_with(format!("head.cache/{dir}/debug/deps")))
+                    .is_some_and(|d| d.ends_with(format!("base.cache/{dir}/debug/deps")))
             })
             .map(|p| std::fs::metadata(p).unwrap().ino())
             .collect()
     };
+    let rebuilt: Vec<_> = ["libmemchr-", "libanyhow-"]
+        .iter()
+        .flat_map(|name| deps(name))
+        .filter(|p| p.components().any(|c| c.as_os_str() == "layers"))
+        .collect();
+    assert_eq!(rebuilt, Vec::<std::path::PathBuf>::new());
     let (built, linted) = (rlibs("target"), rlibs("target-lint"));
     assert_eq!(
         built.len(),

@@ -330,10 +330,7 @@ fn console_json_markdown_and_junit_agree_step_by_step_test_by_test_and_on_the_ve
     // The fix with a test that bites, a flaky test, and a new test that fails.
     repo.write("calc.py", FIXED_CALC);
     repo.write("tests/test_mean.py", TEST_MEAN);
-    repo.write(
-        "tests/test_flaky.py",
-        "import os\n\n\ndef test_sometimes():\n    path = os.path.join(os.path.dirname(__file__), \".flaky-marker\")\n    if not os.path.exists(path):\n        open(path, \"w\").close()\n        assert False, \"first run fails\"\n",
-    );
+    repo.write("tests/test_flaky.py", super::gate_python::FLAKY_TEST);
     repo.write(
         "tests/test_wrong.py",
         "from calc import mean\n\n\ndef test_mean_of_one():\n    assert mean([3]) == 4\n",

@@ -353,7 +353,7 @@ impl GateRun<'_> {
             // (an id that cannot be matched is absent).
             let missing = if runner == Runner::Pytest && results.is_empty() {
                 let output = format!("{}\n{}", outcome.head, outcome.tail);
-                bite::select::pytest_not_found(&output, room.dir(), &ids)
+                bite::select::pytest_not_found(&output, env.inside_room(), &ids)
             } else {
                 Vec::new()
             };

@@ -34,6 +34,21 @@ impl Scrub {
     }
 
     /// Only the room (what a report's reader needs to name room files).
+    /// [`Scrub::room`] for a room the steps saw at `inside` (the same path inside the sandbox for every
+    /// role when the caches are layered).
+    pub fn room_seen_at(room: &Path, inside: &Path) -> Scrub {
+        let mut s = Scrub::room(room);
+        s.add(inside, ROOM);
+        s
+    }
+
+    /// Adds the paths the steps saw the room and the cache at.
+    pub fn seen_at(mut self, room: &Path, cache: &Path) -> Scrub {
+        self.add(room, ROOM);
+        self.add(cache, "{cache}");
+        self
+    }
+
     pub fn room(room: &Path) -> Scrub {
         let mut s = Scrub::default();
         s.add(room, ROOM);
