@@ -73,7 +73,7 @@ pub(super) fn command(
     args: &[&str],
     run_args: &[&str],
 ) -> std::process::Command {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_vouch"));
+    let mut cmd = std::process::Command::new(crate::util::vouch_bin());
     cmd.arg("backlog")
         .arg(dir)
         .arg("--repo")

@@ -212,3 +212,164 @@ fn four_gates_of_four_changes_at_once_each_get_their_own_verdict() {
         }
     }
 }
+
+/// The answers of a scripted run that writes `files` and says GO.
+fn writes_and_goes(files: &[(&str, &str)]) -> Vec<crate::util::model_server::Answer> {
+    use crate::util::model_server::call;
+    let mut out: Vec<_> = files
+        .iter()
+        .enumerate()
+        .map(|(i, (path, content))| {
+            call(
+                i + 1,
+                "write_file",
+                serde_json::json!({"path": path, "content": content}),
+            )
+        })
+        .collect();
+    out.push(call(
+        files.len() + 1,
+        "submit",
+        serde_json::json!({"verdict": "GO", "summary": "done"}),
+    ));
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_of_three_at_once_rejects_exactly_the_task_that_breaks_add() {
+    use super::backlog::{command, output, tasks, title};
+    use crate::util::model_server::ModelServer;
+    let repo = calc();
+    let dir = tasks(&repo, &["neg", "double", "breaks-add"]);
+    let server = ModelServer::start(vec![
+        (
+            title("neg").as_str(),
+            writes_and_goes(&[
+                ("src/lib.rs", FIX),
+                (
+                    "tests/neg.rs",
+                    "#[test]\nfn negates() {\n    assert_eq!(calc::neg(2), -2);\n}\n",
+                ),
+            ]),
+        ),
+        (
+            title("double").as_str(),
+            writes_and_goes(&[
+                (
+                    "src/lib.rs",
+                    "pub fn add(a: i64, b: i64) -> i64 {\n    a + b\n}\n\npub fn double(a: i64) -> i64 {\n    2 * a\n}\n",
+                ),
+                (
+                    "tests/double.rs",
+                    "#[test]\nfn doubles() {\n    assert_eq!(calc::double(4), 8);\n}\n",
+                ),
+            ]),
+        ),
+        (
+            title("breaks-add").as_str(),
+            writes_and_goes(&[
+                (
+                    "src/lib.rs",
+                    "pub fn add(a: i64, b: i64) -> i64 {\n    a - b\n}\n\npub fn triple(a: i64) -> i64 {\n    3 * a\n}\n",
+                ),
+                (
+                    "tests/triple.rs",
+                    "#[test]\nfn triples() {\n    assert_eq!(calc::triple(2), 6);\n}\n",
+                ),
+            ]),
+        ),
+    ])
+    .await;
+    let json_out = repo.tmp.path().join("summary.json");
+    let mut cmd = command(
+        &repo,
+        &dir,
+        &server.url,
+        &[
+            "--jobs",
+            "3",
+            "--attempts",
+            "1",
+            "--json",
+            json_out.to_str().unwrap(),
+        ],
+        &["--repair-cycles", "0"],
+    );
+    let run = tokio::task::spawn_blocking(move || output(cmd.output().unwrap()))
+        .await
+        .unwrap();
+    let _ = server.finish_stopped();
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&json_out)
+            .unwrap_or_else(|_| panic!("no summary\n{}", run.stderr)),
+    )
+    .unwrap();
+    let mut got: Vec<(String, String)> = summary["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["task"].as_str().unwrap_or_default().to_owned(),
+                r["status"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    got.sort();
+    let want = [
+        ("breaks-add", "rejected"),
+        ("double", "verified"),
+        ("neg", "verified"),
+    ]
+    .map(|(a, b)| (a.to_owned(), b.to_owned()));
+    assert_eq!(got, want, "exit {}\n{}\n{}", run.code, run.stdout, run.stderr);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+}
+
+/// A test that fails wherever something it can see tells a bite room: its working directory, the target
+/// directory, any variable of its environment, the entries beside its room, or the commit message of the
+/// room's HEAD.
+const TELLS_THE_BITE_ROOM: &str = r##"#[test]
+fn adds_and_looks_around() {
+    assert_eq!(calc::add(1, 2), 3);
+    let mut seen = Vec::new();
+    let cwd = std::env::current_dir().unwrap();
+    seen.push(cwd.display().to_string());
+    for (k, v) in std::env::vars() {
+        seen.push(format!("{k}={v}"));
+    }
+    if let Ok(entries) = std::fs::read_dir(cwd.parent().unwrap()) {
+        for e in entries.flatten() {
+            seen.push(e.file_name().to_string_lossy().into_owned());
+        }
+    }
+    if let Ok(out) = std::process::Command::new("git").args(["log", "-1", "--format=%B"]).output() {
+        seen.push(String::from_utf8_lossy(&out.stdout).into_owned());
+    }
+    for s in &seen {
+        let s = s.to_lowercase();
+        assert!(!s.contains("bite") && !s.contains("revert"), "a bite room: {s}");
+    }
+}
+"##;
+
+#[test]
+fn a_test_cannot_tell_the_bite_room_from_the_head_room() {
+    let repo = calc();
+    // `add` written another way (nothing fixed), and a test that fails only where it sees a bite room.
+    branch(
+        &repo,
+        "nothing",
+        &[
+            (
+                "src/lib.rs",
+                "pub fn add(a: i64, b: i64) -> i64 {\n    b + a\n}\n",
+            ),
+            ("tests/where.rs", TELLS_THE_BITE_ROOM),
+        ],
+    );
+    let g = gate_branch(&repo, "nothing");
+    assert_eq!(g.step("test")["status"], "pass", "{}", g.explain());
+    assert_ne!(g.report()["bite"]["status"], "bites", "{}", g.explain());
+    assert_eq!(g.verdict(), "fail", "{}", g.explain());
+}

@@ -97,7 +97,7 @@ impl Repo {
     }
 
     pub fn vouch_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
-        self.vouch_exe(Path::new(env!("CARGO_BIN_EXE_vouch")), args, env)
+        self.vouch_exe(&vouch_bin(), args, env)
     }
 
     /// Runs the vouch binary `exe` (a copy, an older build) as [`Repo::vouch_env`] does.
@@ -121,7 +121,7 @@ impl Repo {
     }
 
     pub fn gate_env(&self, args: &[&str], env: &[(&str, &str)]) -> Gate {
-        self.gate_exe(Path::new(env!("CARGO_BIN_EXE_vouch")), args, env)
+        self.gate_exe(&vouch_bin(), args, env)
     }
 
     /// [`Repo::gate_env`] with the vouch binary `exe`.
@@ -270,6 +270,14 @@ pub fn strings(v: &serde_json::Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The vouch binary the tests run: this build, or `$VOUCH_TEST_EXE` (an older build, to show that a test
+/// fails there).
+pub fn vouch_bin() -> PathBuf {
+    std::env::var_os("VOUCH_TEST_EXE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_vouch")))
 }
 
 /// The text of a shipped preset, from `vouch profile --name NAME`.
