@@ -4,7 +4,8 @@
 //! Cached rooms and caches live under `<cache>/rooms/<repo key>/<role>` so build tools' incremental output
 //! survives between runs; `--keep` puts rooms and logs under `workspaces/gate-<head>` for the user to inspect
 //! (under `<cache>/kept/<repo>/` when `workspaces/` would be inside the checkout);
-//! `--fresh-rooms` uses temporary rooms. Logs always start empty, so a report never points at an old run's.
+//! `--fresh-rooms` uses temporary rooms. Logs always start empty, so a report never points at an old run's,
+//! and two gates of one head at once write logs of their own (`<head>-2`).
 //!
 //! Build output is shared between the roles of one repository where the build tool's own fingerprints make
 //! that safe. For cargo that is the dependencies only: a workspace member's artifacts are named by a hash of
@@ -14,7 +15,9 @@
 //! their version, source and flags, never by the room: before a role builds for the first time, its target
 //! directories get the head role's dependency artifacts as hard links ([`seed_dependencies`]).
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use anyhow::{Context, Result};
 
@@ -39,7 +42,13 @@ pub(super) fn places_seeded(
     logs_name: &str,
     seed: bool,
 ) -> Result<Places> {
-    let places = layout(opts, &prep.repo_key, &prep.head.sha, role, logs_name);
+    let mut places = layout(opts, &prep.repo_key, &prep.head.sha, role, logs_name);
+    if !opts.keep {
+        // Another gate of the same head at once has its own step logs.
+        if let (Some(run), Some(name)) = (places.logs.parent(), places.logs.file_name()) {
+            places.logs = own_logs(run)?.join(name);
+        }
+    }
     if seed && role != "head" {
         let head = layout(opts, &prep.repo_key, &prep.head.sha, "head", "head");
         let seeded = seed_dependencies(&head.cache, &places.cache);
@@ -97,6 +106,47 @@ fn real_path(path: &Path) -> PathBuf {
             _ => return path.to_path_buf(),
         }
     }
+}
+
+/// The step logs directory of this run for `wanted` (`logs/<repo>/<head>`): that one, locked for the
+/// process's life, unless another process holds it; then `<head>-2`, `-3`, ... The same answer for every
+/// role of the run.
+fn own_logs(wanted: &Path) -> Result<PathBuf> {
+    static TAKEN: Mutex<Vec<(PathBuf, PathBuf, File)>> = Mutex::new(Vec::new());
+    let mut taken = TAKEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, dir, _)) = taken.iter().find(|(w, _, _)| w == wanted) {
+        return Ok(dir.clone());
+    }
+    let parent = wanted.parent().unwrap_or(wanted);
+    std::fs::create_dir_all(parent).with_context(|| format!("create {}", parent.display()))?;
+    let name = wanted
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for n in 1.. {
+        let dir = if n == 1 {
+            wanted.to_path_buf()
+        } else {
+            parent.join(format!("{name}-{n}"))
+        };
+        let lock_path = parent.join(format!(
+            "{}.lock",
+            dir.file_name().unwrap_or_default().to_string_lossy()
+        ));
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .with_context(|| format!("open {}", lock_path.display()))?;
+        if lock.try_lock().is_ok() {
+            taken.push((wanted.to_path_buf(), dir.clone(), lock));
+            return Ok(dir);
+        }
+    }
+    unreachable!("an unbounded range ends")
 }
 
 /// The paths of a role, all absolute (steps run inside the room), without touching the disk.

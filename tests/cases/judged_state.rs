@@ -322,7 +322,11 @@ async fn a_backlog_of_three_at_once_rejects_exactly_the_task_that_breaks_add() {
         ("neg", "verified"),
     ]
     .map(|(a, b)| (a.to_owned(), b.to_owned()));
-    assert_eq!(got, want, "exit {}\n{}\n{}", run.code, run.stdout, run.stderr);
+    assert_eq!(
+        got, want,
+        "exit {}\n{}\n{}",
+        run.code, run.stdout, run.stderr
+    );
     assert_eq!(run.code, 1, "{}", run.stderr);
 }
 
@@ -372,4 +376,36 @@ fn a_test_cannot_tell_the_bite_room_from_the_head_room() {
     assert_eq!(g.step("test")["status"], "pass", "{}", g.explain());
     assert_ne!(g.report()["bite"]["status"], "bites", "{}", g.explain());
     assert_eq!(g.verdict(), "fail", "{}", g.explain());
+}
+
+#[test]
+fn two_gates_of_one_head_at_once_keep_their_own_logs() {
+    let repo = calc();
+    branch(&repo, "broken", &[("src/lib.rs", BROKEN_LIB)]);
+    repo.git(&["switch", "-q", "main"]);
+    let reports: Vec<serde_json::Value> = thread::scope(|s| {
+        let handles: Vec<_> = (0..2)
+            .map(|i| {
+                let repo = &repo;
+                s.spawn(move || {
+                    let json = repo.tmp.path().join(format!("same-{i}.json"));
+                    let dir = repo.dir.to_string_lossy().into_owned();
+                    let json_s = json.to_string_lossy().into_owned();
+                    let run = repo.vouch(&[
+                        "gate", "--repo", &dir, "--json", &json_s, "--base", "main", "--head",
+                        "broken",
+                    ]);
+                    std::fs::read_to_string(&json)
+                        .ok()
+                        .and_then(|t| serde_json::from_str(&t).ok())
+                        .unwrap_or_else(|| panic!("no report\n{}", run.stderr))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for r in &reports {
+        assert_eq!(r["verdict"], "fail", "{r:#}");
+    }
+    assert_ne!(reports[0]["logs"], reports[1]["logs"]);
 }
