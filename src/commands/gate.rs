@@ -22,6 +22,7 @@ use super::{gate_pr, output, runtime, write_file};
 
 pub fn run(mut args: GateArgs) -> Result<i32> {
     let started = Instant::now();
+    crate::secret::learn_repository(&args.repo);
     // `--pr`: the pull request's base and head, fetched, become --base and --head.
     let pr = match args.pr.clone() {
         Some(spec) => Some(gate_pr::prepare(&mut args, &spec)?),
@@ -30,6 +31,10 @@ pub fn run(mut args: GateArgs) -> Result<i32> {
     let opts = options(&args);
     match judge(&args, &opts) {
         Ok(report) => {
+            // Every step has ended: what the code under judgement printed into the logs is redacted.
+            if let Err(e) = crate::secret::redact_tree(&report.logs) {
+                tracing::warn!("redact the logs in {}: {e}", report.logs.display());
+            }
             write_reports(&args, &report)?;
             if !args.quiet {
                 let mut err = output::stderr();
