@@ -131,7 +131,7 @@ impl fmt::Debug for Redactor {
             .inner
             .as_ref()
             .map_or((0, 0), |i| (i.secrets.len(), i.forms.len()));
-        write!(f, "Redactor({secrets} secrets, {forms} forms)")
+        write!(f, "Redactor({secrets} known, {forms} forms)")
     }
 }
 
@@ -589,10 +589,7 @@ mod tests {
             .and(Some(&token))
             .and(Some(&token))
             .and(None);
-        assert!(
-            format!("{r:?}").starts_with("Redactor(2 secrets, "),
-            "{r:?}"
-        );
+        assert!(format!("{r:?}").starts_with("Redactor(2 known, "), "{r:?}");
         assert_eq!(
             r.text("key sk-model-key-1, token forge-token-2"),
             "key <redacted>, token <redacted>"
