@@ -118,6 +118,11 @@ fn error_report(opts: &Options, err: &anyhow::Error, elapsed: Duration) -> Repor
     let finding = Finding::new(error_rule(err), format!("{err:#}"));
     let mut report = match gate::prepare(opts) {
         Ok(prep) => {
+            // Every step has ended: whatever they logged is redacted, as after a gate that judged.
+            let logs = gate::run_logs(opts, &prep);
+            if let Err(e) = crate::secret::redact_tree(&logs) {
+                tracing::warn!("redact the logs in {}: {e}", logs.display());
+            }
             let mut report = Report::error(prep.base.clone(), prep.head.clone(), finding);
             report.profile = ProfileInfo {
                 name: prep.profile.name.clone(),

@@ -97,6 +97,15 @@ fn real_path(path: &Path) -> PathBuf {
     }
 }
 
+/// The directory of one gate run's logs, every role's under it, without touching the disk (where the run's
+/// roles share places: a run with private ones keeps its logs elsewhere, and reports where).
+pub fn run_logs(opts: &Options, prep: &Prepared) -> PathBuf {
+    let head = layout(opts, &prep.repo_key, &prep.head.sha, "head", "head");
+    head.logs
+        .parent()
+        .map_or(head.logs.clone(), Path::to_path_buf)
+}
+
 /// The paths of a role, all absolute (steps run inside the room), without touching the disk.
 fn layout(opts: &Options, repo_key: &str, head_sha: &str, role: &str, logs_name: &str) -> Places {
     let short = &head_sha[..head_sha.len().min(12)];
