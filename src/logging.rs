@@ -1,7 +1,8 @@
 //! Logging setup: `tracing` to stderr, quiet by default, `-v`/`-vv` or `RUST_LOG` for more, `-q` for errors
-//! only. Colour only when stderr is a terminal: a log file or a pipe gets plain text.
+//! only. Colour only when stderr is a terminal: a log file or a pipe gets plain text. Every line passes the
+//! redactor of the secrets vouch knows.
 
-use std::io::IsTerminal as _;
+use std::io::{self, IsTerminal as _, Write};
 
 use tracing_subscriber::EnvFilter;
 
@@ -26,11 +27,28 @@ pub fn init_with(verbose: u8, quiet: bool) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| Redacting(io::stderr()))
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .without_time()
         .try_init();
+}
+
+/// A writer that replaces every known secret in what it is given (the formatter writes a whole line at once).
+struct Redacting<W: Write>(W);
+
+impl<W: Write> Write for Redacting<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match crate::secret::known().bytes(buf) {
+            Some(clean) => self.0.write_all(&clean)?,
+            None => self.0.write_all(buf)?,
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,8 @@ fn main() -> ExitCode {
     if cli.command.runs_the_gate() {
         vouch::layers::enter();
     }
+    // Every secret vouch can see is known before anything is printed, logged, written or sent.
+    vouch::secret::learn_environment();
     vouch::logging::init_with(cli.verbose, cli.quiet());
     let code = match vouch::commands::run(cli) {
         Ok(code) => code,

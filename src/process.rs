@@ -237,6 +237,11 @@ async fn run_with(spec: &Spec, cancel: &CancellationToken, clear_env: bool) -> R
             }
         }
     }
+    // The log's ends go into reports, clipped: a secret the command printed goes before it could be cut in
+    // two (the gate redacts every other file it leaves once its steps have ended).
+    if let Err(e) = crate::secret::known().file(&spec.log_path) {
+        tracing::warn!("redact {}: {e}", spec.log_path.display());
+    }
     let (head, tail, truncated) = read_ends(&spec.log_path)?;
     outcome.head = head;
     outcome.tail = tail;

@@ -31,6 +31,7 @@ impl Ui {
 
     /// A spinner for something running; finish it with [`Ui::done`].
     pub fn start(&self, label: &str) -> ProgressBar {
+        let label = &crate::secret::redact(label);
         let pb = self.multi.add(ProgressBar::new_spinner());
         pb.set_style(
             ProgressStyle::with_template("  {spinner} {msg} {elapsed}")
@@ -85,10 +86,11 @@ impl Ui {
     }
 
     /// Prints a line above any spinners, each of its lines clipped to [`CONSOLE_LINE`] characters (a note
-    /// naming hundreds of tests shows their start; the JSON report has all of it).
+    /// naming hundreds of tests shows their start; the JSON report has all of it), every known secret in it
+    /// replaced.
     pub fn line(&self, line: &str) {
         if !self.quiet {
-            let line = clip_lines(line, CONSOLE_LINE, usize::MAX);
+            let line = clip_lines(&crate::secret::redact(line), CONSOLE_LINE, usize::MAX);
             self.multi.suspend(|| eprintln!("{line}"));
         }
     }

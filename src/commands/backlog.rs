@@ -25,6 +25,7 @@ use super::{output, pr, runtime, write_file};
 pub fn run(args: BacklogArgs) -> Result<i32> {
     let repo = args.repo.clone().unwrap_or_else(|| PathBuf::from("."));
     let repo = std::path::absolute(&repo).with_context(|| format!("locate {}", repo.display()))?;
+    crate::secret::learn_repository(&repo);
     let shard = args
         .shard
         .as_deref()

@@ -22,6 +22,7 @@ use super::{gate_pr, output, runtime, write_file};
 
 pub fn run(mut args: GateArgs) -> Result<i32> {
     let started = Instant::now();
+    crate::secret::learn_repository(&args.repo);
     // `--pr`: the pull request's base and head, fetched, become --base and --head.
     let pr = match args.pr.clone() {
         Some(spec) => Some(gate_pr::prepare(&mut args, &spec)?),
@@ -30,6 +31,10 @@ pub fn run(mut args: GateArgs) -> Result<i32> {
     let opts = options(&args);
     match judge(&args, &opts) {
         Ok(report) => {
+            // Every step has ended: what the code under judgement printed into the logs is redacted.
+            if let Err(e) = crate::secret::redact_tree(&report.logs) {
+                tracing::warn!("redact the logs in {}: {e}", report.logs.display());
+            }
             write_reports(&args, &report)?;
             if !args.quiet {
                 let mut err = output::stderr();
@@ -113,6 +118,11 @@ fn error_report(opts: &Options, err: &anyhow::Error, elapsed: Duration) -> Repor
     let finding = Finding::new(error_rule(err), format!("{err:#}"));
     let mut report = match gate::prepare(opts) {
         Ok(prep) => {
+            // Every step has ended: whatever they logged is redacted, as after a gate that judged.
+            let logs = gate::run_logs(opts, &prep);
+            if let Err(e) = crate::secret::redact_tree(&logs) {
+                tracing::warn!("redact the logs in {}: {e}", logs.display());
+            }
             let mut report = Report::error(prep.base.clone(), prep.head.clone(), finding);
             report.profile = ProfileInfo {
                 name: prep.profile.name.clone(),

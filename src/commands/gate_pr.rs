@@ -85,9 +85,10 @@ pub(super) fn post(args: &GateArgs, pr: PrGate, report: &Report) -> Result<()> {
     } = pr;
     let head = fetched.head.to_string();
     let line = one_line(report);
+    // Redacted before the comment is cut to fit (the client redacts what it sends again, whole).
     let text = body::comment(
         &format!("**vouch gate: {line}**"),
-        &report.markdown(),
+        &crate::secret::redact(&report.markdown()),
         STICKY_MARKER_ROOM,
     );
     let success = report.verdict == Verdict::Pass;

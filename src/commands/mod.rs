@@ -36,10 +36,11 @@ pub fn run(cli: Cli) -> Result<i32> {
     }
 }
 
-/// Writes a report file, creating its directory.
+/// Writes a report file, creating its directory; every known secret in `text` is replaced.
 fn write_file(path: &Path, text: &str) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     }
-    std::fs::write(path, text).with_context(|| format!("write {}", path.display()))
+    std::fs::write(path, crate::secret::redact(text))
+        .with_context(|| format!("write {}", path.display()))
 }

@@ -1,6 +1,7 @@
 //! Where a command's output goes. A reader that stops early (`vouch profile --list | head -1`) ends the
 //! output, not the command: later writes are dropped, the command finishes its work and exits as it would
-//! have. Any other write error (a full disk behind a redirect) is an error.
+//! have. Any other write error (a full disk behind a redirect) is an error. Every text passes the redactor of
+//! the secrets vouch knows ([`crate::secret::known`]) on its way out.
 
 use std::io::{self, Write};
 
@@ -34,11 +35,12 @@ impl<W: Write> Output<W> {
         }
     }
 
-    /// Writes `text` as it is.
+    /// Writes `text`, every known secret in it replaced.
     pub fn print(&mut self, text: &str) -> Result<()> {
         if self.closed {
             return Ok(());
         }
+        let text = crate::secret::redact(text);
         let written = self.inner.write_all(text.as_bytes());
         self.settle(written)
     }

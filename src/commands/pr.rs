@@ -96,6 +96,7 @@ impl ForgeSetup {
     /// The settings for the repository around `repo`: flags win over the files' `[forge]`.
     /// A run's worktree holds files the model wrote: its main checkout's `vouch.toml` is read instead.
     pub fn load(repo: &Path, flags: &ForgeArgs, draft: bool) -> Result<ForgeSetup> {
+        crate::secret::learn_repository(repo);
         let file = Settings::from_files(&main_checkout(repo))?
             .forge
             .unwrap_or_default();

@@ -1,7 +1,7 @@
 //! `vouch run`: reads the task, sets up the model client, budgets and gate checks, runs the agent loop on the
 //! command runtime with Ctrl-C, writes the extra JSON report and maps the status to an exit code.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -20,6 +20,7 @@ use crate::ui::Ui;
 use super::{output, pr, runtime, write_file};
 
 pub fn run(args: RunArgs) -> Result<i32> {
+    crate::secret::learn_repository(args.repo.as_deref().unwrap_or(Path::new(".")));
     // The forge settings come from the user's repository, read before the agent writes anything.
     let forge = (args.open_pr.is_some() || args.issue.is_some())
         .then(|| {

@@ -20,7 +20,7 @@ use super::error::ForgeError;
 use super::pacing::{self, Pacer, MAX_WAIT};
 use super::tls::{self, Trust};
 use super::{Forge, Secret, Target};
-use crate::secret::Redactor;
+use crate::secret;
 
 /// How long one request may take.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -112,8 +112,8 @@ pub struct Client {
     token: Option<Secret>,
     /// Where the token came from, for messages.
     token_var: String,
-    /// Removes the token from every answer and error message: a forge may reflect it.
-    redactor: Redactor,
+    /// The login of the token's own user, asked once ([`Client::own_login`]): vouch's comments are its.
+    login: Option<String>,
     pacer: Pacer,
 }
 
@@ -142,8 +142,8 @@ impl Client {
         Ok(Client {
             http,
             target,
-            redactor: token.as_ref().map(Secret::redactor).unwrap_or_default(),
             token,
+            login: None,
             token_var: token_var.into(),
             pacer: Pacer::default(),
         })
@@ -436,7 +436,8 @@ impl Client {
     ) -> Result<(), ForgeError> {
         self.not_on_gitlab("posting a commit status")?;
         let url = format!("{}/statuses/{sha}", self.target.repo_url());
-        let description: String = description.chars().take(140).collect();
+        // Redacted before it is cut, so that no part of a secret is left at the cut.
+        let description: String = secret::redact(description).chars().take(140).collect();
         let payload = json!({
             "state": if success { "success" } else { "failure" },
             "context": STATUS_CONTEXT,
@@ -452,8 +453,40 @@ impl Client {
         Ok(())
     }
 
-    /// Posts the report as one sticky comment on pull request `number`: the comment with vouch's marker is
-    /// edited, or one is posted; nothing is posted when the last report was for `head_sha` already.
+    /// The login of the token's own user (GitHub and Gitea `GET /user` → `login`, GitLab's `username`), asked
+    /// once. A GitHub installation token (Actions' `GITHUB_TOKEN`) may not read `/user`; its comments are
+    /// `github-actions[bot]`'s.
+    pub async fn own_login(&mut self) -> Result<String, ForgeError> {
+        if let Some(login) = &self.login {
+            return Ok(login.clone());
+        }
+        let url = format!("{}/user", self.target.api);
+        let action = "asking whose the token is";
+        let login = match self.request(Method::GET, &url, None, action).await {
+            Ok(v) => {
+                let key = match self.target.forge {
+                    Forge::GitLab => "username",
+                    _ => "login",
+                };
+                v.get(key)
+                    .and_then(Value::as_str)
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_string)
+                    .ok_or_else(|| self.protocol(action, &format!("no {key}")))?
+            }
+            Err(ForgeError::Forbidden { .. }) if self.target.forge == Forge::GitHub => {
+                tracing::debug!("the token cannot read /user: an installation token");
+                "github-actions[bot]".to_string()
+            }
+            Err(e) => return Err(e),
+        };
+        self.login = Some(login.clone());
+        Ok(login)
+    }
+
+    /// Posts the report as one sticky comment on pull request `number`: vouch's own comment (by the token's
+    /// user, with vouch's marker) is edited, or one is posted; nothing is posted when vouch's last report was
+    /// for `head_sha` already. A comment by anyone else is never edited, whatever marker it holds.
     pub async fn post_sticky_comment(
         &mut self,
         number: u64,
@@ -472,9 +505,15 @@ impl Client {
                 &action,
             )
             .await?;
+        let login = self.own_login().await?;
+        let author = match self.target.forge {
+            Forge::GitLab => "/author/username",
+            _ => "/user/login",
+        };
         let existing = list.as_array().into_iter().flatten().find_map(|c| {
             let body = c.get("body")?.as_str()?;
-            body.contains(STICKY_MARKER)
+            let mine = c.pointer(author).and_then(Value::as_str) == Some(login.as_str());
+            (mine && body.contains(STICKY_MARKER))
                 .then(|| (c.get("id").and_then(Value::as_u64), body.contains(&marker)))
         });
         let body = format!("{marker}\n{report}");
@@ -554,7 +593,7 @@ impl Client {
         ForgeError::Protocol {
             forge: self.target.forge.name(),
             action: action.to_string(),
-            reason: self.redactor.text(reason),
+            reason: secret::redact(reason),
         }
     }
 
@@ -593,8 +632,11 @@ impl Client {
                     .header("X-GitHub-Api-Version", "2022-11-28"),
                 Forge::Gitea | Forge::GitLab => req.header(ACCEPT, "application/json"),
             };
+            // Every body vouch sends passes the redactor of every secret vouch knows.
             if let Some(b) = &body {
-                req = req.json(b);
+                let mut b = b.clone();
+                secret::known().value(&mut b);
+                req = req.json(&b);
             }
             tracing::debug!(%method, url, "{forge} request");
             self.pacer.sent(write, Instant::now());
@@ -632,7 +674,7 @@ impl Client {
                 }
                 let mut answer: Value = serde_json::from_str(&text)
                     .map_err(|e| self.protocol(action, &format!("not JSON: {e}")))?;
-                self.redactor.value(&mut answer);
+                secret::known().value(&mut answer);
                 return Ok(answer);
             }
             let retryable = matches!(status, 403 | 429) && wait.is_some_and(|w| w <= MAX_WAIT);
@@ -646,7 +688,7 @@ impl Client {
 
     fn status_error(&self, status: u16, text: &str, action: &str) -> ForgeError {
         let forge = self.target.forge.name();
-        let message = self.redactor.text(&error_message(text));
+        let message = secret::redact(&error_message(text));
         let repo = format!("{}/{}", self.target.owner, self.target.repo);
         match status {
             401 => ForgeError::Unauthorized {

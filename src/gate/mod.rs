@@ -162,6 +162,12 @@ pub async fn run(opts: &Options, ui: &Ui, cancel: &CancellationToken) -> Result<
     })
 }
 
+/// The directory of the logs of a gate on `opts` ([`places::run_logs`]): for redacting them after a gate
+/// that ended in an error, which has no report to say where they are.
+pub fn run_logs(opts: &Options, prep: &Prepared) -> std::path::PathBuf {
+    places::run_logs(opts, prep)
+}
+
 /// The state of one gate run while its steps are judged, shared by the modules that judge them: test steps
 /// ([`test_step`]), the baseline ([`baseline`]), checks at base ([`checks`]) and the bite check ([`bite`]).
 struct GateRun<'a> {

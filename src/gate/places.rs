@@ -149,6 +149,19 @@ fn own_logs(wanted: &Path) -> Result<PathBuf> {
     unreachable!("an unbounded range ends")
 }
 
+/// The directory of one gate run's logs, every role's under it (this run's own, see [`own_logs`]).
+pub fn run_logs(opts: &Options, prep: &Prepared) -> PathBuf {
+    let head = layout(opts, &prep.repo_key, &prep.head.sha, "head", "head");
+    let dir = head
+        .logs
+        .parent()
+        .map_or(head.logs.clone(), Path::to_path_buf);
+    if opts.keep {
+        return dir;
+    }
+    own_logs(&dir).unwrap_or(dir)
+}
+
 /// The paths of a role, all absolute (steps run inside the room), without touching the disk.
 fn layout(opts: &Options, repo_key: &str, head_sha: &str, role: &str, logs_name: &str) -> Places {
     let short = &head_sha[..head_sha.len().min(12)];

@@ -377,6 +377,17 @@ impl Profile {
         let bad = |msg: String| -> anyhow::Error {
             VouchError::usage(format!("invalid gate profile {origin}: {msg}")).into()
         };
+        if let Some((place, var)) = self.secret_expansion() {
+            return Err(VouchError::usage_hint(
+                format!(
+                    "invalid gate profile {origin}: {place} expands `${{{var}}}`, a secret of vouch's \
+                     environment: the code under judgement would see it"
+                ),
+                "vouch never expands a variable whose name looks secret (TOKEN, SECRET, PASSWORD, API_KEY, \
+                 CREDENTIAL, AUTH, ...) into a step; give the step what it needs without the secret",
+            )
+            .into());
+        }
         let mut names = std::collections::BTreeSet::new();
         for step in &self.steps {
             if !names.insert(step.name.as_str()) {
@@ -402,6 +413,32 @@ impl Profile {
             }
         }
         Ok(())
+    }
+
+    /// The first `${VAR}` whose name looks secret ([`crate::secret::looks_secret`]) in what the profile
+    /// expands into a step (`[env]`, a step's `env`, `argv` or `shell`): where, and the variable.
+    fn secret_expansion(&self) -> Option<(String, String)> {
+        let env = self.env.iter().map(|(k, v)| (format!("[env] {k}"), v));
+        let steps = self.steps.iter().flat_map(|s| {
+            let env = s
+                .env
+                .iter()
+                .map(move |(k, v)| (format!("step `{}` env {k}", s.name), v));
+            let argv = s.argv.iter().flatten().chain(&s.shell);
+            env.chain(argv.map(move |a| (format!("step `{}` command", s.name), a)))
+        });
+        env.chain(steps).find_map(|(place, text)| {
+            let mut rest = text.as_str();
+            while let Some(start) = rest.find("${") {
+                let tail = &rest[start + 2..];
+                let end = tail.find('}')?;
+                if crate::secret::looks_secret(&tail[..end]) {
+                    return Some((place, tail[..end].to_string()));
+                }
+                rest = &tail[end..];
+            }
+            None
+        })
     }
 
     /// A shipped preset by name.
@@ -497,6 +534,28 @@ mod tests {
         )
         .unwrap_err();
         assert!(format!("{err:#}").contains("needs argv or shell"));
+    }
+
+    #[test]
+    fn a_profile_expanding_a_secret_variable_is_rejected_naming_it() {
+        for (toml, place) in [
+            ("[env]\nX = \"${GITHUB_TOKEN}\"\n", "[env] X"),
+            (
+                "[[steps]]\nname = \"t\"\nkind = \"test\"\nargv = [\"t\", \"${my_api_key}\"]\n",
+                "step `t` command",
+            ),
+            (
+                "[[steps]]\nname = \"t\"\nkind = \"test\"\nshell = \"t\"\nenv = { Y = \"a${DB_PASSWORD}\" }\n",
+                "step `t` env Y",
+            ),
+        ] {
+            let err = Profile::from_toml(&format!("name = \"x\"\n{toml}"), "x.toml").unwrap_err();
+            let text = format!("{err:#}");
+            assert!(text.contains(place) && text.contains("expands `${"), "{text}");
+            assert_eq!(crate::error::exit_code_of(&err), 2);
+        }
+        let ok = "name = \"x\"\n[env]\nP = \"{room}:${PATH}:${SSH_AUTH_SOCK}\"\n";
+        assert!(Profile::from_toml(ok, "x.toml").is_ok());
     }
 
     #[test]

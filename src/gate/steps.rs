@@ -471,7 +471,12 @@ fn expand_with(text: &str, room: &Path, cache: &Path, junit: &Path) -> String {
             break;
         };
         let var = &out[start + 2..start + len];
-        let value = std::env::var(var).unwrap_or_default();
+        // A secret of vouch's own never reaches a step (a profile naming one is refused at load).
+        let value = if crate::secret::looks_secret(var) {
+            String::new()
+        } else {
+            std::env::var(var).unwrap_or_default()
+        };
         out.replace_range(start..start + len + 1, &value);
     }
     out

@@ -161,7 +161,7 @@ impl Client {
             }),
             ServerKind::Other => Some(ServerInfo::default()),
         };
-        let redactor = key.as_ref().map(Secret::redactor).unwrap_or_default();
+        let redactor = crate::secret::known();
         Ok(Client {
             http,
             redactor,

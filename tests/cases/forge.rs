@@ -18,6 +18,8 @@ use crate::util::tls::TestCa;
 use crate::util::{git_env, Repo, Run};
 
 pub(super) const TOKEN: &str = "vouch-fake-token-5e1f9a2c";
+/// The login of the token's own user, as the scripted forge reports it: its comments are this user's.
+pub(super) const LOGIN: &str = "vouch-bot";
 
 /// One request the scripted forge saw.
 #[derive(Clone, Debug)]
@@ -40,7 +42,7 @@ pub(super) struct ForgeState {
     pub pulls: HashMap<u64, Value>,
     /// `GET issues/N`.
     pub issues: HashMap<u64, Value>,
-    /// Comments on issues and pull requests: `{id, issue, body}`.
+    /// Comments on issues and pull requests: `{id, issue, body, user: {login}}`.
     pub comments: Vec<Value>,
     /// The next creating request of a pull request gets `429 Too Many Requests` with this `Retry-After`.
     pub rate_limit_once: Option<u64>,
@@ -131,6 +133,14 @@ async fn forge_handler(
         return gitlab_issues(&mut st, method.as_str(), rest, &full, &json);
     }
     let path = uri.path().trim_start_matches("/api/v1");
+    // The token's own user: GitHub's and Gitea's `login`, GitLab's `username`.
+    match (method.as_str(), uri.path()) {
+        ("GET", "/user" | "/api/v1/user") => {
+            return axum::Json(json!({"login": LOGIN})).into_response()
+        }
+        ("GET", "/api/v4/user") => return axum::Json(json!({"username": LOGIN})).into_response(),
+        _ => {}
+    }
     if let Some(answer) = issues_and_statuses(&mut st, method.as_str(), path, &json) {
         return answer;
     }
@@ -357,7 +367,9 @@ fn issues_and_statuses(
         }
         ("POST", ["issues", n, "comments"]) => {
             let id = 100 + st.comments.len() as u64;
-            let c = json!({"id": id, "issue": n.parse::<u64>().unwrap(), "body": json["body"]});
+            let c = json!({
+                "id": id, "issue": n.parse::<u64>().unwrap(), "body": json["body"], "user": {"login": LOGIN},
+            });
             st.comments.push(c.clone());
             (StatusCode::CREATED, axum::Json(c)).into_response()
         }

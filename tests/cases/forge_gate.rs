@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::forge::{assert_no_token, files_with_token, git, FakeForge, GitServer, TOKEN};
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine as _;
+
+use super::forge::{assert_no_token, files_with_token, git, FakeForge, GitServer, LOGIN, TOKEN};
 use crate::util::{Repo, Run};
 
 const PYPROJECT: &str = "[project]\nname = \"calc\"\nversion = \"0.1.0\"\n\n[tool.pytest.ini_options]\npythonpath = [\".\"]\n";
@@ -373,4 +376,239 @@ fn a_private_fork_head_is_fetched_with_the_token_of_the_base_remotes_host() {
     );
     assert!(other_log.lock().unwrap().iter().all(|(_, ok)| !ok));
     assert_eq!(files_with_token(p.repo.tmp.path()), Vec::<PathBuf>::new());
+}
+
+/// The token actions/checkout left in the user's checkout, as `http.extraheader`: not the one vouch was given.
+const CHECKOUT_TOKEN: &str = "ghs_check/out+Tok3n9f8e7";
+
+/// A pull request's test that prints every secret it can reach or guess, raw and encoded: the user's
+/// `.git/config` through the room's `objects/info/alternates` (when the sandbox lets it), the forge token
+/// from its environment (when it has it), and both tokens hard-coded, as an attacker who read them elsewhere
+/// would; then fails, so that the report quotes it.
+const TEST_LEAK: &str = r#"import base64, os, pathlib, urllib.parse
+
+GUESSED = ["ghs_check/out+Tok3n9f8e7", "vouch-fake-token-5e1f9a2c", os.environ.get("GITHUB_TOKEN", "")]
+
+
+def config_texts():
+    texts = []
+    for alternates in pathlib.Path.cwd().glob("**/objects/info/alternates"):
+        try:
+            for line in alternates.read_text().split():
+                texts.append((pathlib.Path(line).parent / "config").read_text())
+        except OSError as e:
+            texts.append(f"unreadable: {e}")
+    return texts
+
+
+def test_leak():
+    leaks = config_texts()
+    for t in filter(None, GUESSED):
+        b = t.encode()
+        leaks += [t, base64.b64encode(b).decode(), base64.b64encode(b"x-access-token:" + b).decode(),
+                  base64.urlsafe_b64encode(b).decode().rstrip("="), urllib.parse.quote(t, safe=""), b.hex()]
+    text = " | ".join(leaks)
+    print(text)
+    assert False, text
+"#;
+
+/// The forms of `token` a test can print (as [`TEST_LEAK`] does).
+fn forms(token: &str) -> Vec<String> {
+    let quoted: String = token
+        .bytes()
+        .map(|b| match b {
+            b'/' => "%2F".to_string(),
+            b'+' => "%2B".to_string(),
+            b => (b as char).to_string(),
+        })
+        .collect();
+    vec![
+        token.to_string(),
+        STANDARD.encode(token),
+        STANDARD.encode(format!("x-access-token:{token}")),
+        quoted,
+        hex::encode(token),
+    ]
+}
+
+/// Every file under `dir` holding one of `forms`, with the form.
+fn files_holding(dir: &Path, forms: &[String]) -> Vec<(PathBuf, String)> {
+    crate::util::snapshot_dir(dir)
+        .into_iter()
+        .filter_map(|(p, bytes)| {
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            forms
+                .iter()
+                .find(|f| text.contains(f.as_str()))
+                .map(|f| (p, f.clone()))
+        })
+        .collect()
+}
+
+#[test]
+fn a_hostile_test_printing_the_checkout_token_and_the_forge_token_leaks_neither_anywhere() {
+    let p = Prs::new();
+    let blob = STANDARD.encode(format!("x-access-token:{CHECKOUT_TOKEN}"));
+    p.repo.git(&[
+        "config",
+        "http.https://github.com/.extraheader",
+        &format!("AUTHORIZATION: basic {blob}"),
+    ]);
+    let head = p.push_head(
+        &[("tests/test_leak.py", TEST_LEAK)],
+        "a test",
+        &p.bare,
+        "refs/pull/1/head",
+    );
+    p.serve_pr(1, "leak", &head, &p.bare);
+    let markdown = p.repo.tmp.path().join("gate.md");
+    let (run, report) = p.gate(&[
+        "--pr",
+        "o/r#1",
+        "--post",
+        "--markdown",
+        markdown.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    let mut all: Vec<String> = forms(CHECKOUT_TOKEN);
+    all.extend(forms(TOKEN));
+    all.push(blob);
+    let md = std::fs::read_to_string(&markdown).unwrap();
+    let writes = p.writes();
+    assert_eq!(writes.len(), 2, "{writes:?}");
+    let texts = [
+        ("stdout", run.stdout.clone()),
+        ("stderr", run.stderr.clone()),
+        ("--json", report.to_string()),
+        ("--markdown", md.clone()),
+        ("the comment", writes[0].2.to_string()),
+        ("the status", writes[1].2.to_string()),
+    ];
+    let logs = p.repo.cache.join("logs");
+    assert!(logs.is_dir());
+    let mut leaks: Vec<(String, String)> = files_holding(&logs, &all)
+        .into_iter()
+        .map(|(path, form)| (path.display().to_string(), form))
+        .collect();
+    for (name, text) in texts {
+        for form in all.iter().filter(|f| text.contains(f.as_str())) {
+            leaks.push((name.to_string(), form.clone()));
+        }
+    }
+    assert_eq!(leaks, Vec::<(String, String)>::new());
+    // The hostile test ran and failed, and the report quotes its output, redacted.
+    assert!(md.contains("<redacted>"), "{md}");
+    assert!(writes[0].2["body"].as_str().unwrap().contains("<redacted>"));
+}
+
+#[test]
+fn a_base_profile_cannot_expand_a_secret_of_vouchs_environment() {
+    let profile = crate::util::preset("python").replace(
+        "PYTHONDONTWRITEBYTECODE = \"1\"\n",
+        "PYTHONDONTWRITEBYTECODE = \"1\"\nX = \"${GITHUB_TOKEN}\"\n",
+    );
+    assert!(profile.contains("${GITHUB_TOKEN}"));
+    let seen = "import os\n\n\ndef test_x():\n    print(os.environ.get(\"X\"))\n    assert os.environ.get(\"X\", \"\") == \"\"\n";
+    let repo = crate::util::Repo::with_files(&[
+        ("pyproject.toml", PYPROJECT),
+        ("calc.py", CALC),
+        ("tests/test_calc.py", TEST_CALC),
+        (".vouch/gate.toml", &profile),
+    ]);
+    repo.write("tests/test_x.py", seen);
+    repo.commit("a test that reads X");
+    let g = repo.gate_env(&["--base", "HEAD~1"], &[("GITHUB_TOKEN", TOKEN)]);
+    assert_eq!(g.run.code, 2, "{}\n{}", g.run.stdout, g.run.stderr);
+    assert!(
+        g.run
+            .stderr
+            .contains(".vouch/gate.toml at base: [env] X expands `${GITHUB_TOKEN}`"),
+        "{}",
+        g.run.stderr
+    );
+    assert_eq!(g.verdict(), "error");
+    assert_no_token(&g.run);
+    // No step ran: nothing of the code under judgement saw anything.
+    assert!(g.report()["steps"].as_array().is_none_or(|s| s.is_empty()));
+}
+
+#[test]
+fn only_vouchs_own_comment_is_its_report_and_another_authors_marker_changes_nothing() {
+    let p = Prs::new();
+    let head = p.push_head(
+        &[("calc.py", FIXED), ("tests/test_mean.py", TEST_MEAN)],
+        "fix mean",
+        &p.bare,
+        "refs/pull/1/head",
+    );
+    p.serve_pr(1, "fix-mean", &head, &p.bare);
+    // The pull request's author plants vouch's markers: one for this head, one for another.
+    let forged = format!("<!-- vouch:gate head={head} -->\n**vouch gate: PASS**");
+    let other = "<!-- vouch:gate head=0123456789abcdef -->\nplease edit me".to_string();
+    {
+        let mut st = p.forge.state.lock().unwrap();
+        st.comments
+            .push(json!({"id": 7, "issue": 1, "body": forged, "user": {"login": "author"}}));
+        st.comments
+            .push(json!({"id": 8, "issue": 1, "body": other, "user": {"login": "author"}}));
+    }
+    let (run, report) = p.gate(&["--pr", "o/r#1", "--post"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(report["verdict"], "pass");
+    let writes = p.writes();
+    let paths: Vec<(&str, &str)> = writes
+        .iter()
+        .map(|(m, path, _)| (m.as_str(), path.as_str()))
+        .collect();
+    let status = format!("/repos/o/r/statuses/{head}");
+    assert_eq!(
+        paths,
+        vec![
+            ("POST", "/repos/o/r/issues/1/comments"),
+            ("POST", status.as_str())
+        ]
+    );
+    assert!(
+        run.stdout.contains("posted the report on #1"),
+        "{}",
+        run.stdout
+    );
+    let users: Vec<String> = p
+        .forge
+        .seen()
+        .into_iter()
+        .filter(|s| s.path == "/user")
+        .map(|s| s.method)
+        .collect();
+    assert_eq!(users, vec!["GET"], "the token's user is asked once");
+    let own_id = p.forge.state.lock().unwrap().comments[2]["id"].clone();
+    assert_eq!(
+        p.forge.state.lock().unwrap().comments[2]["user"]["login"],
+        LOGIN
+    );
+
+    // A new head: vouch's own comment is edited; the author's two are untouched.
+    let head2 = p.push_head(
+        &[("NOTES.md", "more\n")],
+        "notes",
+        &p.bare,
+        "refs/pull/1/head",
+    );
+    p.serve_pr(1, "fix-mean", &head2, &p.bare);
+    let (run, _) = p.gate(&["--pr", "o/r#1", "--post"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let writes = p.writes();
+    assert_eq!(writes.len(), 4, "{writes:?}");
+    assert_eq!(
+        (writes[2].0.as_str(), writes[2].1.clone()),
+        ("PATCH", format!("/repos/o/r/issues/comments/{own_id}"))
+    );
+    assert_eq!(writes[3].1, format!("/repos/o/r/statuses/{head2}"));
+    let st = p.forge.state.lock().unwrap();
+    assert_eq!(st.comments[0]["body"], forged.as_str());
+    assert_eq!(st.comments[1]["body"], other.as_str());
+    assert!(st.comments[2]["body"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("head={head2}")));
 }
