@@ -166,11 +166,12 @@ def pytest_unconfigure(config):
     path = config.getoption("xmlpath", None)
     if not path:
         return
-    fake = os.path.abspath("planted.xml")
-    with open(fake, "w") as f:
+    # Next to the report, linked by a relative name: the link resolves outside the sandbox too.
+    with open(os.path.join(os.path.dirname(path), "planted.xml"), "w") as f:
         f.write(FAKE)
     os.remove(path)
-    os.symlink(fake, path)
+    os.symlink("planted.xml", path)
+    os.symlink("..", os.path.join(os.path.dirname(path), "up"))
     try:
         with open(os.path.join(os.path.dirname(path), "..", "extra.txt"), "w") as f:
             f.write("planted")
