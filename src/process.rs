@@ -619,6 +619,38 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_capped_command_keeps_its_logs_ends_and_names_the_caps_it_hit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = spec(
+            dir.path(),
+            &[
+                "sh",
+                "-c",
+                "echo first; i=0; while [ $i -lt 5000 ]; do echo middle$i; i=$((i+1)); done; echo last; \
+                 head -c 100000 /dev/zero > big",
+            ],
+            Duration::from_secs(30),
+        );
+        s.merge_output = true;
+        s.stdout_path = s.log_path.clone();
+        s.caps = Caps {
+            pids: None,
+            file_size: Some(64 << 10),
+            log: Some(1 << 10),
+        };
+        let o = run(&s, &CancellationToken::new()).await.unwrap();
+        let log = std::fs::read_to_string(&s.log_path).unwrap();
+        assert!(log.starts_with("first\n"), "{log}");
+        assert!(log.contains("last\n"), "{log}");
+        assert!(log.contains("bytes of output dropped here"), "{log}");
+        assert!(log.len() < 3 << 10, "{}", log.len());
+        assert!(std::fs::metadata(dir.path().join("big")).unwrap().len() <= 64 << 10);
+        assert_eq!(o.hit.len(), 2, "{:?}", o.hit);
+        assert!(o.hit[0].contains("file-size cap (64 KiB)"), "{:?}", o.hit);
+        assert!(o.hit[1].contains("log cap"), "{:?}", o.hit);
+    }
+
+    #[tokio::test]
     async fn output_goes_to_disk_in_full_and_to_memory_capped() {
         let dir = tempfile::tempdir().unwrap();
         let s = spec(
