@@ -547,8 +547,16 @@ impl Host {
                             }
                         }
                     }
+                    // A `bin` directory's parent: a virtual environment needs its `lib` and `pyvenv.cfg`.
                     None => {
-                        if p.is_dir() && !elsewhere.iter().any(|e| p.starts_with(e)) {
+                        let p = match p.file_name() {
+                            Some(n) if n == "bin" => p.parent().unwrap_or(p),
+                            _ => p,
+                        };
+                        if p.is_dir()
+                            && p != Path::new("/")
+                            && !elsewhere.iter().any(|e| p.starts_with(e))
+                        {
                             elsewhere.retain(|e| !e.starts_with(p));
                             elsewhere.push(p.to_path_buf());
                         }
