@@ -428,6 +428,27 @@ impl PidsCgroup {
     }
 }
 
+/// Removes the empty cgroups earlier vouch processes that are gone left in `base` (a command whose last
+/// processes took longer to go than [`PidsCgroup::finish`] waits); one still in use is not empty and stays.
+fn remove_stale_cgroups(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("vouch-")
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
+
 /// Where vouch may make pids cgroups: its own cgroup in the v2 hierarchy when it has the pids controller,
 /// else its cgroup in v1's pids hierarchy; tried once per process (a directory made and removed).
 fn cgroup_base() -> Option<PathBuf> {
@@ -454,6 +475,7 @@ fn cgroup_base() -> Option<PathBuf> {
             let works = probe.join("pids.max").exists();
             let _ = std::fs::remove_dir(&probe);
             if works {
+                remove_stale_cgroups(&base);
                 return Some(base);
             }
         }
