@@ -42,6 +42,31 @@ pub struct Spec {
     /// What must stay alive while the command runs (the mounts of its places, see
     /// [`layered`](crate::gate::layered)).
     pub hold: Hold,
+    /// The caps of a command under test (none for vouch's own helpers).
+    pub caps: Caps,
+}
+
+/// Limits on what a command under test may use, each named in [`Outcome::hit`] when it was reached.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Caps {
+    /// Processes and threads at once: a pids cgroup of its own where vouch can make one (the sandbox also
+    /// sets RLIMIT_NPROC inside its user namespace, see [`crate::sandbox`]).
+    pub pids: Option<u64>,
+    /// The largest file it may write (RLIMIT_FSIZE): past it a write fails (EFBIG) or kills (SIGXFSZ).
+    pub file_size: Option<u64>,
+    /// Bytes of the log kept from each end; the middle is dropped, with a line saying how much.
+    pub log: Option<u64>,
+}
+
+/// A size for people: `4 GiB`, `512 MiB`, `100 KiB`, `17 bytes`.
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (unit, name) in UNITS {
+        if bytes >= unit && bytes.is_multiple_of(unit) {
+            return format!("{} {name}", bytes / unit);
+        }
+    }
+    format!("{bytes} bytes")
 }
 
 /// Something kept alive for as long as a command runs; dropped with its [`Spec`].
@@ -78,6 +103,8 @@ pub struct Outcome {
     pub tail: String,
     /// True when head and tail do not hold everything (the log file does).
     pub truncated: bool,
+    /// The caps the command reached, as the report names them ("hit the file-size cap (4 GiB)").
+    pub hit: Vec<String>,
 }
 
 impl Outcome {
@@ -173,6 +200,8 @@ async fn run_with(spec: &Spec, cancel: &CancellationToken, clear_env: bool) -> R
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
+    let cgroup = spec.caps.pids.and_then(PidsCgroup::new);
+    limit(&mut cmd, spec.caps.file_size, cgroup.as_ref());
     tracing::info!(cwd = %spec.cwd.display(), "run {}", quote_argv(&spec.argv));
     let start = Instant::now();
     let mut child = cmd
@@ -237,8 +266,39 @@ async fn run_with(spec: &Spec, cancel: &CancellationToken, clear_env: bool) -> R
             }
         }
     }
+    if let (Some(group), Some(max)) = (cgroup, spec.caps.pids) {
+        if group.finish() {
+            outcome
+                .hit
+                .push(format!("hit the process cap ({max} processes and threads)"));
+        }
+    }
+    if let Some(max) = spec.caps.file_size {
+        if outcome.signal == Some(libc::SIGXFSZ) || mentions_file_size_limit(&spec.log_path) {
+            outcome
+                .hit
+                .push(format!("hit the file-size cap ({})", human_size(max)));
+        }
+    }
+    if let Some(keep) = spec.caps.log {
+        let mut dropped = 0;
+        for path in [&spec.log_path, &spec.stdout_path] {
+            // The stdout log of merged output is a hard link of the log: compacted once.
+            match compact(path, keep) {
+                Ok(n) => dropped = dropped.max(n),
+                Err(e) => tracing::warn!("cap the log {}: {e:#}", path.display()),
+            }
+        }
+        if dropped > 0 {
+            outcome.hit.push(format!(
+                "hit the log cap: kept the first and last {} of the output, dropped {dropped} bytes between",
+                human_size(keep)
+            ));
+        }
+    }
     // The log's ends go into reports, clipped: a secret the command printed goes before it could be cut in
-    // two (the gate redacts every other file it leaves once its steps have ended).
+    // two (the gate redacts every other file it leaves once its steps have ended). After the log cap, so a
+    // gigabyte of output is not read whole.
     if let Err(e) = crate::secret::known().file(&spec.log_path) {
         tracing::warn!("redact {}: {e}", spec.log_path.display());
     }
@@ -247,6 +307,187 @@ async fn run_with(spec: &Spec, cancel: &CancellationToken, clear_env: bool) -> R
     outcome.tail = tail;
     outcome.truncated = truncated;
     Ok(outcome)
+}
+
+/// Sets the file-size limit and joins the pids cgroup in the child, before it runs anything.
+fn limit(cmd: &mut tokio::process::Command, file_size: Option<u64>, cgroup: Option<&PidsCgroup>) {
+    if file_size.is_none() && cgroup.is_none() {
+        return;
+    }
+    let procs = cgroup.map(|g| std::os::fd::AsRawFd::as_raw_fd(&g.procs));
+    // SAFETY: setrlimit and write are async-signal-safe; the closure allocates nothing and touches only the
+    // child's own limits and an already open file.
+    #[allow(
+        unsafe_code,
+        reason = "pre_exec is how a command gets its file-size limit and its pids cgroup before it starts"
+    )]
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(max) = file_size {
+                let lim = libc::rlimit {
+                    rlim_cur: max,
+                    rlim_max: max,
+                };
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if let Some(fd) = procs {
+                // "0" is the writing process itself.
+                if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Whether a log says a write failed on the file-size limit (EFBIG from a runtime that ignores SIGXFSZ, like
+/// Python's, or a runner reporting its child's SIGXFSZ). Only the ends are read.
+fn mentions_file_size_limit(log: &Path) -> bool {
+    let Ok((head, tail, _)) = read_ends(log) else {
+        return false;
+    };
+    ["File too large", "SIGXFSZ", "File size limit exceeded"]
+        .iter()
+        .any(|needle| head.contains(needle) || tail.contains(needle))
+}
+
+/// Cuts `path` down to its first and last `keep` bytes, with a line in between saying how many were dropped;
+/// returns that number (0 when the file was small enough or is gone).
+fn compact(path: &Path, keep: u64) -> Result<u64> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(0);
+    };
+    let len = meta.len();
+    if !meta.is_file() || len <= 2 * keep {
+        return Ok(0);
+    }
+    let dropped = len - 2 * keep;
+    let mut f = File::options()
+        .read(true)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("open {}", path.display()))?;
+    let mut tail = Vec::with_capacity(keep as usize);
+    f.seek(SeekFrom::Start(len - keep))?;
+    (&mut f).take(keep).read_to_end(&mut tail)?;
+    let note = format!(
+        "\n[vouch: {dropped} bytes of output dropped here, the log keeps the first and last {}]\n",
+        human_size(keep)
+    );
+    f.seek(SeekFrom::Start(keep))?;
+    std::io::Write::write_all(&mut f, note.as_bytes())?;
+    std::io::Write::write_all(&mut f, &tail)?;
+    f.set_len(keep + note.len() as u64 + tail.len() as u64)?;
+    Ok(dropped)
+}
+
+/// A pids cgroup of one command's own, where the machine lets vouch make one (cgroup v2 or v1's `pids`
+/// hierarchy, under vouch's own cgroup): unlike RLIMIT_NPROC it counts only the command's processes, and
+/// holds for root too.
+struct PidsCgroup {
+    dir: PathBuf,
+    procs: File,
+}
+
+impl PidsCgroup {
+    /// A new cgroup allowing `max` tasks, or None where none can be made.
+    fn new(max: u64) -> Option<PidsCgroup> {
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let base = cgroup_base()?;
+        let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = base.join(format!("vouch-{}-{n}", std::process::id()));
+        std::fs::create_dir(&dir).ok()?;
+        let made = std::fs::write(dir.join("pids.max"), max.to_string())
+            .and_then(|()| File::options().write(true).open(dir.join("cgroup.procs")));
+        match made {
+            Ok(procs) => Some(PidsCgroup { dir, procs }),
+            Err(e) => {
+                tracing::debug!("pids cgroup {}: {e}", dir.display());
+                let _ = std::fs::remove_dir(&dir);
+                None
+            }
+        }
+    }
+
+    /// Removes the cgroup once its processes are gone; whether the cap refused a fork.
+    fn finish(self) -> bool {
+        let hit = std::fs::read_to_string(self.dir.join("pids.events"))
+            .ok()
+            .and_then(|t| {
+                t.lines().find_map(|l| {
+                    l.strip_prefix("max ")
+                        .and_then(|n| n.trim().parse::<u64>().ok())
+                })
+            })
+            .is_some_and(|n| n > 0);
+        drop(self.procs);
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        hit
+    }
+}
+
+/// Removes the empty cgroups earlier vouch processes that are gone left in `base` (a command whose last
+/// processes took longer to go than [`PidsCgroup::finish`] waits); one still in use is not empty and stays.
+fn remove_stale_cgroups(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("vouch-")
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_dir(entry.path());
+        }
+    }
+}
+
+/// Where vouch may make pids cgroups: its own cgroup in the v2 hierarchy when it has the pids controller,
+/// else its cgroup in v1's pids hierarchy; tried once per process (a directory made and removed).
+fn cgroup_base() -> Option<PathBuf> {
+    static BASE: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    BASE.get_or_init(|| {
+        let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+        let candidates = own.lines().filter_map(|line| {
+            let mut parts = line.splitn(3, ':');
+            let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+            let path = path.trim_start_matches('/');
+            match controllers {
+                "" => Some(Path::new("/sys/fs/cgroup").join(path)),
+                c if c.split(',').any(|c| c == "pids") => {
+                    Some(Path::new("/sys/fs/cgroup/pids").join(path))
+                }
+                _ => None,
+            }
+        });
+        for base in candidates {
+            let probe = base.join(format!("vouch-probe-{}", std::process::id()));
+            if std::fs::create_dir(&probe).is_err() {
+                continue;
+            }
+            let works = probe.join("pids.max").exists();
+            let _ = std::fs::remove_dir(&probe);
+            if works {
+                remove_stale_cgroups(&base);
+                return Some(base);
+            }
+        }
+        None
+    })
+    .clone()
 }
 
 /// What to start in the background: a server that runs until it is stopped.
@@ -401,7 +642,40 @@ mod tests {
             stdout_path: dir.join("stdout"),
             merge_output: false,
             hold: Default::default(),
+            caps: Caps::default(),
         }
+    }
+
+    #[tokio::test]
+    async fn a_capped_command_keeps_its_logs_ends_and_names_the_caps_it_hit() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = spec(
+            dir.path(),
+            &[
+                "sh",
+                "-c",
+                "echo first; i=0; while [ $i -lt 5000 ]; do echo middle$i; i=$((i+1)); done; echo last; \
+                 head -c 100000 /dev/zero > big",
+            ],
+            Duration::from_secs(30),
+        );
+        s.merge_output = true;
+        s.stdout_path = s.log_path.clone();
+        s.caps = Caps {
+            pids: None,
+            file_size: Some(64 << 10),
+            log: Some(1 << 10),
+        };
+        let o = run(&s, &CancellationToken::new()).await.unwrap();
+        let log = std::fs::read_to_string(&s.log_path).unwrap();
+        assert!(log.starts_with("first\n"), "{log}");
+        assert!(log.contains("last\n"), "{log}");
+        assert!(log.contains("bytes of output dropped here"), "{log}");
+        assert!(log.len() < 3 << 10, "{}", log.len());
+        assert!(std::fs::metadata(dir.path().join("big")).unwrap().len() <= 64 << 10);
+        assert_eq!(o.hit.len(), 2, "{:?}", o.hit);
+        assert!(o.hit[0].contains("file-size cap (64 KiB)"), "{:?}", o.hit);
+        assert!(o.hit[1].contains("log cap"), "{:?}", o.hit);
     }
 
     #[tokio::test]

@@ -3,13 +3,24 @@
 //!
 //! On Linux a confined command runs under bubblewrap (`bwrap`, Debian's `bubblewrap`), in new user, PID, IPC,
 //! UTS, cgroup and network namespaces, with every capability dropped:
-//! - the whole file system is read-only, except the directories the caller declares writable (the room or
-//!   worktree, its build caches, a private home) and a private `/tmp`;
-//! - the user's home is hidden; only the toolchains that PATH and the toolchain variables point into are
-//!   visible (read-only), credential files in them are masked;
-//! - `/run` is hidden (the sockets of other services live there);
-//! - no network but loopback, unless the caller allows it;
-//! - a PID namespace: when the command ends, everything it started ends with it (a `setsid` child too).
+//! - only what a command needs is there at all, read-only: the system's programs, libraries and configuration
+//!   (`/usr`, `/etc`, `/opt`, ...), the toolchains PATH and the toolchain variables point into, and what the
+//!   caller declares readable (the repository's objects) or writable (the room or worktree, its build
+//!   caches, a private home); a private, bounded `/tmp`. Everything else (the user's checkout and home,
+//!   vouch's data with other runs' records, `/var`, `/run`, `/srv`, `/mnt`, ...) is not there, so a new
+//!   place for secrets or sockets is hidden without anyone naming it;
+//! - in what is visible, credential files are masked, cargo's configuration is replaced by a copy without
+//!   registry tokens or credential providers, and every path a unix socket of this machine is bound at
+//!   (`/proc/net/unix`) is covered with an empty file;
+//! - no network but loopback, unless the caller allows it (abstract unix sockets belong to the network
+//!   namespace, so they go with it);
+//! - a PID namespace: when the command ends, everything it started ends with it (a `setsid` child too);
+//! - caps ([`Limits`]): processes (a pids cgroup where one can be made, and RLIMIT_NPROC inside the user
+//!   namespace, which counts only the sandbox's processes), the size of a file (RLIMIT_FSIZE), the size of
+//!   `/tmp`, and the log kept of a step.
+//!
+//! Before the first confined command, [`Sandbox::prove`] tries a forbidden write and a connect from inside
+//! and refuses to go on if either works or if nothing ran at all.
 //!
 //! The environment is built from an allowlist ([`child_env`]), never vouch's own, so an API key in vouch's
 //! environment is not there to print. `--sandbox auto` (the default) confines where the kernel allows it and
@@ -48,6 +59,82 @@ pub struct Policy {
     /// Writable directories bound at another path inside, as (outside, inside), last of all: a role's views
     /// at the paths every role's steps see ([`layered`](crate::gate::layered)).
     pub binds: Vec<(PathBuf, PathBuf)>,
+    /// Files or directories bound read-only at a path inside, as (outside, inside), after everything else:
+    /// the worktree's `.git` file and a room's `.git`, which vouch's own git operations must be able to trust.
+    pub read_only: Vec<(PathBuf, PathBuf)>,
+}
+
+/// The caps of every confined command; each can be set in the environment (`VOUCH_SANDBOX_PIDS`,
+/// `VOUCH_SANDBOX_FILE_SIZE`, `VOUCH_SANDBOX_TMP_SIZE`, `VOUCH_LOG_CAP`; sizes like `4G`, `512M`, `64k`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Processes and threads at once.
+    pub pids: u64,
+    /// The largest file a command may write.
+    pub file_size: u64,
+    /// The size of the private `/tmp` (and `/var/tmp`, `/dev/shm`), which lives in memory.
+    pub tmp_size: u64,
+    /// Bytes kept of a step's log from each end.
+    pub log: u64,
+}
+
+/// Default process cap: room for a parallel build and a test binary's threads on a large machine.
+pub const DEFAULT_PIDS: u64 = 4096;
+/// Default file-size cap.
+pub const DEFAULT_FILE_SIZE: u64 = 4 << 30;
+/// Default size of the private `/tmp`.
+pub const DEFAULT_TMP_SIZE: u64 = 2 << 30;
+/// Default bytes of a log kept from each end.
+pub const DEFAULT_LOG_KEEP: u64 = 1 << 20;
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            pids: DEFAULT_PIDS,
+            file_size: DEFAULT_FILE_SIZE,
+            tmp_size: DEFAULT_TMP_SIZE,
+            log: DEFAULT_LOG_KEEP,
+        }
+    }
+}
+
+impl Limits {
+    /// The defaults, with what the environment sets instead (an unreadable value is warned about and ignored).
+    pub fn from_env() -> Limits {
+        let mut limits = Limits::default();
+        for (var, field) in [
+            ("VOUCH_SANDBOX_PIDS", &mut limits.pids),
+            ("VOUCH_SANDBOX_FILE_SIZE", &mut limits.file_size),
+            ("VOUCH_SANDBOX_TMP_SIZE", &mut limits.tmp_size),
+            ("VOUCH_LOG_CAP", &mut limits.log),
+        ] {
+            let Ok(text) = std::env::var(var) else {
+                continue;
+            };
+            match parse_size(&text) {
+                Some(n) if n > 0 => *field = n,
+                _ => {
+                    tracing::warn!("{var}={text:?} is not a positive size or count; using {field}")
+                }
+            }
+        }
+        limits
+    }
+}
+
+/// `4G`, `512M`, `64k`, `1000`: bytes (binary units), or a plain count.
+pub fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let t = t.strip_suffix(['b', 'B']).unwrap_or(t);
+    let t = t.strip_suffix(['i']).unwrap_or(t);
+    let (digits, shift) = match t.chars().last()? {
+        'k' | 'K' => (&t[..t.len() - 1], 10),
+        'm' | 'M' => (&t[..t.len() - 1], 20),
+        'g' | 'G' => (&t[..t.len() - 1], 30),
+        't' | 'T' => (&t[..t.len() - 1], 40),
+        _ => (t, 0),
+    };
+    digits.trim().parse::<u64>().ok()?.checked_mul(1 << shift)
 }
 
 /// The sandbox a run uses: bubblewrap when it works here, else nothing (with the reason).
@@ -57,6 +144,9 @@ pub struct Sandbox {
     bwrap: Option<PathBuf>,
     /// Why commands run unconfined (mode `auto` without a working bubblewrap, or `off`).
     unconfined: Option<String>,
+    limits: Limits,
+    /// util-linux's `prlimit`, which sets RLIMIT_NPROC inside the user namespace.
+    prlimit: Option<PathBuf>,
 }
 
 /// A sandbox that was required and cannot be had.
@@ -68,17 +158,15 @@ impl Sandbox {
     /// The sandbox for `mode`: probes bubblewrap once per process.
     pub fn new(mode: SandboxMode) -> Result<Sandbox, Unavailable> {
         if mode == SandboxMode::Off {
-            return Ok(Sandbox {
-                mode,
-                bwrap: None,
-                unconfined: Some("the sandbox is off (--sandbox off)".into()),
-            });
+            return Ok(Sandbox::off());
         }
         match probe() {
             Ok(bwrap) => Ok(Sandbox {
                 mode,
                 bwrap: Some(bwrap.clone()),
                 unconfined: None,
+                limits: Limits::from_env(),
+                prlimit: which::which("prlimit").ok(),
             }),
             Err(why) if mode == SandboxMode::Require => Err(Unavailable(why.clone())),
             Err(why) => Ok(Sandbox {
@@ -87,6 +175,8 @@ impl Sandbox {
                 unconfined: Some(format!(
                     "code under test runs WITHOUT a sandbox: {why}; install bubblewrap (Debian: apt-get install bubblewrap) or pass --sandbox off to silence this"
                 )),
+                limits: Limits::from_env(),
+                prlimit: None,
             }),
         }
     }
@@ -97,6 +187,23 @@ impl Sandbox {
             mode: SandboxMode::Off,
             bwrap: None,
             unconfined: Some("the sandbox is off (--sandbox off)".into()),
+            limits: Limits::from_env(),
+            prlimit: None,
+        }
+    }
+
+    /// The caps of every command under test.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The caps a command's process spec carries (the pids cgroup only for confined commands: unconfined,
+    /// a test may well need the user's other processes' share).
+    pub fn caps(&self) -> crate::process::Caps {
+        crate::process::Caps {
+            pids: self.active().then_some(self.limits.pids),
+            file_size: Some(self.limits.file_size),
+            log: Some(self.limits.log),
         }
     }
 
@@ -119,9 +226,173 @@ impl Sandbox {
 
     /// The command line that runs `argv` in `cwd` under `policy`: `argv` itself when the sandbox is not active.
     pub fn wrap(&self, argv: &[String], cwd: &Path, policy: &Policy) -> Vec<String> {
-        match &self.bwrap {
-            Some(bwrap) => bwrap_argv(bwrap, argv, cwd, policy, &Host::current()),
-            None => argv.to_vec(),
+        let Some(bwrap) = &self.bwrap else {
+            return argv.to_vec();
+        };
+        let mut inner = Vec::new();
+        if let Some(prlimit) = &self.prlimit {
+            inner.extend([
+                path_str(prlimit),
+                format!("--nproc={}", self.limits.pids),
+                "--".into(),
+            ]);
+        }
+        inner.extend(argv.iter().cloned());
+        let host = Host::current(self.limits.tmp_size);
+        bwrap_argv(bwrap, &inner, cwd, policy, &host)
+    }
+
+    /// Proves the sandbox holds, once per process, before the first confined command: from inside, a write
+    /// to a place the policy makes read-only and a TCP connect to a port vouch listens on outside must be
+    /// tried and refused. Either going through, or nothing running at all (bubblewrap failing to start, a
+    /// missing program), is an error: vouch does not run code under test in a sandbox it cannot show is on.
+    /// Nothing to prove when commands run unconfined (that is warned about, or refused, already).
+    pub fn prove(&self) -> anyhow::Result<()> {
+        if !self.active() {
+            return Ok(());
+        }
+        static PROOF: OnceLock<Result<(), String>> = OnceLock::new();
+        PROOF
+            .get_or_init(|| prove_once(self))
+            .clone()
+            .map_err(|why| {
+                crate::error::VouchError::infra_hint(
+                    format!("the sandbox does not hold, so nothing under test runs: {why}"),
+                    "check bubblewrap and the kernel's namespaces (vouch tried a write and a connect from inside)",
+                )
+                .into()
+            })
+    }
+}
+
+/// Where vouch's own binary is inside the sandbox while it proves the sandbox.
+const PROBE_EXE: &str = "/.vouch/vouch";
+
+/// The hidden subcommand the proof runs inside the sandbox: `vouch sandbox-probe connect ADDR`.
+pub const PROBE_SUBCOMMAND: &str = "sandbox-probe";
+
+/// One try of [`Sandbox::prove`].
+fn prove_once(sandbox: &Sandbox) -> Result<(), String> {
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find vouch's own binary: {e}"))?;
+    let outside = tempfile::Builder::new()
+        .prefix("vouch-proof-")
+        .tempdir()
+        .map_err(|e| format!("cannot make a directory to prove the sandbox with: {e}"))?;
+    let dir = outside.path().join("read-only");
+    std::fs::create_dir(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| format!("cannot listen on the loopback to prove the sandbox with: {e}"))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| format!("the listener's address: {e}"))?;
+    let policy = Policy {
+        readable: vec![dir.clone()],
+        read_only: vec![(exe, PROBE_EXE.into())],
+        ..Policy::default()
+    };
+    let script =
+        "if echo pwned > \"$1/pwned\"; then echo write=done; else echo write=refused; fi; \
+                  exec \"$2\" \"$3\" connect \"$4\"";
+    let argv: Vec<String> = [
+        "sh",
+        "-c",
+        script,
+        "sh",
+        &path_str(&dir),
+        PROBE_EXE,
+        PROBE_SUBCOMMAND,
+        &addr.to_string(),
+    ]
+    .iter()
+    .map(|a| (*a).to_owned())
+    .collect();
+    // The proof runs without caps: it is vouch's own, and a cap must not be what refuses it.
+    let argv = match &sandbox.bwrap {
+        Some(bwrap) => bwrap_argv(
+            bwrap,
+            &argv,
+            Path::new("/"),
+            &policy,
+            &Host::current(1 << 20),
+        ),
+        None => return Ok(()),
+    };
+    let (program, args) = argv.split_first().ok_or("empty command line")?;
+    let out = std::process::Command::new(program)
+        .args(args)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("bubblewrap did not start: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let ran = format!(
+        "exit {}, output {:?}",
+        out.status
+            .code()
+            .map_or_else(|| "by a signal".to_owned(), |c| c.to_string()),
+        format!("{} {}", stdout.trim(), stderr.trim()).trim()
+    );
+    listener.set_nonblocking(true).ok();
+    if dir.join("pwned").exists() {
+        return Err(format!(
+            "a write to {} (read-only inside) went through",
+            dir.display()
+        ));
+    }
+    if listener.accept().is_ok() || stdout.contains("connect=reached") {
+        return Err(format!(
+            "a connect to {addr} outside the sandbox went through"
+        ));
+    }
+    let refused_write = stdout.contains("write=refused")
+        && ["Read-only file system", "Permission denied"]
+            .iter()
+            .any(|e| stderr.contains(e));
+    if !refused_write {
+        return Err(format!(
+            "the forbidden write was not tried, or failed for another reason than being refused ({ran})"
+        ));
+    }
+    if !stdout.contains("connect=refused") {
+        return Err(format!("the forbidden connect was not tried ({ran})"));
+    }
+    Ok(())
+}
+
+/// `vouch sandbox-probe connect ADDR`, run inside the sandbox by [`Sandbox::prove`]: connects and prints
+/// `connect=reached`, or `connect=refused: ERROR` when the connect was tried and refused (connection
+/// refused, network unreachable, permission denied). Any other error is printed as `connect=error: ...`,
+/// which the proof does not count as refused.
+pub fn probe_connect(addr: &str) -> i32 {
+    use std::io::ErrorKind;
+    let Ok(addr) = addr.parse::<std::net::SocketAddr>() else {
+        println!("connect=error: {addr:?} is not an address");
+        return 2;
+    };
+    match std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(2)) {
+        Ok(_) => {
+            println!("connect=reached");
+            0
+        }
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::ConnectionRefused
+                    | ErrorKind::NetworkUnreachable
+                    | ErrorKind::HostUnreachable
+                    | ErrorKind::PermissionDenied
+                    | ErrorKind::AddrNotAvailable
+            ) =>
+        {
+            println!("connect=refused: {e}");
+            1
+        }
+        Err(e) => {
+            println!("connect=error: {e}");
+            1
         }
     }
 }
@@ -168,7 +439,7 @@ fn probe() -> Result<PathBuf, String> {
         .clone()
 }
 
-/// What the sandbox needs to know about the machine: the home to hide and what in it stays visible.
+/// What the sandbox needs to know about the machine: what of it is visible inside, and what in that is masked.
 #[derive(Clone, Debug, Default)]
 struct Host {
     home: Option<PathBuf>,
@@ -177,7 +448,31 @@ struct Host {
     /// Toolchains under `/tmp` or `/var/tmp` (a virtual environment made there), which the private temporary
     /// directories would hide: put back read-only.
     temporary: Vec<PathBuf>,
+    /// Toolchains outside the home, the system directories and `/tmp` (`/work/go/bin` on PATH).
+    elsewhere: Vec<PathBuf>,
+    /// The top-level system directories that exist here, and what each is (a directory or a symbolic link).
+    system: Vec<(PathBuf, Option<PathBuf>)>,
+    /// Cargo configuration files in visible toolchains, with what to bind over each (a copy without
+    /// credentials, or `/dev/null`).
+    cargo_configs: Vec<(PathBuf, PathBuf)>,
+    /// Credential files in visible toolchains outside the home (`$CARGO_HOME/credentials.toml`).
+    credentials: Vec<PathBuf>,
+    /// The paths unix sockets of this network namespace are bound at.
+    sockets: Vec<PathBuf>,
+    /// vouch's data directory (other runs' transcripts and records), hidden where something above shows it.
+    data: Option<PathBuf>,
+    /// Where `/etc/resolv.conf` points when it is a link out of `/etc` (systemd-resolved's file under `/run`).
+    resolv: Option<PathBuf>,
+    /// The size of the private temporary directories.
+    tmp_size: u64,
 }
+
+/// The top-level directories of a Linux system that programs, libraries and system configuration live in:
+/// the only part of the root that is visible inside (read-only). Not `/home`, `/root`, `/var`, `/run`,
+/// `/srv`, `/mnt`, `/media` or anything a user or a CI system makes at the top (`/work`, `/builds`).
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix", "/sys",
+];
 
 /// Variables that point at toolchains (their directories stay visible when they lie in the home).
 const TOOLCHAIN_DIRS: &[&str] = &[
@@ -208,55 +503,202 @@ const CREDENTIAL_FILES: &[&str] = &[
 ];
 
 impl Host {
-    fn current() -> Host {
-        let temporary = temporary_toolchains(
-            std::env::var_os("PATH")
-                .map(|p| std::env::split_paths(&p).collect())
-                .unwrap_or_default(),
-            TOOLCHAIN_DIRS
-                .iter()
-                .filter_map(|v| std::env::var_os(v).filter(|v| !v.is_empty()))
-                .map(PathBuf::from)
-                .collect(),
-        );
+    fn current(tmp_size: u64) -> Host {
+        let path: Vec<PathBuf> = std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).collect())
+            .unwrap_or_default();
+        let vars: Vec<PathBuf> = TOOLCHAIN_DIRS
+            .iter()
+            .filter_map(|v| std::env::var_os(v).filter(|v| !v.is_empty()))
+            .map(PathBuf::from)
+            .collect();
+        let temporary = temporary_toolchains(path.clone(), vars.clone());
+        let system: Vec<(PathBuf, Option<PathBuf>)> = SYSTEM_DIRS
+            .iter()
+            .map(PathBuf::from)
+            .filter_map(|d| match std::fs::symlink_metadata(&d) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    std::fs::read_link(&d).ok().map(|to| (d, Some(to)))
+                }
+                Ok(m) if m.is_dir() => Some((d, None)),
+                _ => None,
+            })
+            .collect();
         let home = dirs::home_dir().filter(|h| h.is_absolute() && h != Path::new("/"));
-        let Some(home) = home else {
-            return Host {
-                temporary,
-                ..Host::default()
-            };
-        };
+        let in_system = |p: &Path| system.iter().any(|(d, _)| p.starts_with(d));
+        let under_tmp = |p: &Path| p.starts_with("/tmp") || p.starts_with("/var/tmp");
         let mut toolchains: Vec<PathBuf> = Vec::new();
-        let mut add = |p: PathBuf| {
-            // The top directory under the home: ~/.pyenv for ~/.pyenv/versions/3.11/bin.
-            if let Ok(rel) = p.strip_prefix(&home) {
-                if let Some(first) = rel.components().next() {
-                    let top = home.join(first);
-                    if top.exists() && !toolchains.contains(&top) {
-                        toolchains.push(top);
+        let mut elsewhere: Vec<PathBuf> = Vec::new();
+        {
+            let mut add = |p: &Path| {
+                if !p.is_absolute() || p == Path::new("/") || in_system(p) || under_tmp(p) {
+                    return;
+                }
+                match home
+                    .as_ref()
+                    .and_then(|h| p.strip_prefix(h).ok().map(|rel| (h, rel)))
+                {
+                    // The top directory under the home: ~/.pyenv for ~/.pyenv/versions/3.11/bin.
+                    Some((h, rel)) => {
+                        if let Some(first) = rel.components().next() {
+                            let top = h.join(first);
+                            if top.exists() && !toolchains.contains(&top) {
+                                toolchains.push(top);
+                            }
+                        }
+                    }
+                    // A `bin` directory's parent: a virtual environment needs its `lib` and `pyvenv.cfg`.
+                    None => {
+                        let p = match p.file_name() {
+                            Some(n) if n == "bin" => p.parent().unwrap_or(p),
+                            _ => p,
+                        };
+                        if p.is_dir()
+                            && p != Path::new("/")
+                            && !elsewhere.iter().any(|e| p.starts_with(e))
+                        {
+                            elsewhere.retain(|e| !e.starts_with(p));
+                            elsewhere.push(p.to_path_buf());
+                        }
                     }
                 }
-            }
-        };
-        if let Some(path) = std::env::var_os("PATH") {
-            for dir in std::env::split_paths(&path) {
+            };
+            for dir in path.iter().chain(&vars) {
                 add(dir);
             }
-        }
-        for var in TOOLCHAIN_DIRS {
-            if let Some(dir) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-                add(PathBuf::from(dir));
+            if let Some(h) = &home {
+                for dir in DEFAULT_TOOLCHAIN_DIRS {
+                    add(&h.join(dir));
+                }
             }
         }
-        for dir in DEFAULT_TOOLCHAIN_DIRS {
-            add(home.join(dir));
+        let visible = |p: &Path| {
+            in_system(p)
+                || toolchains
+                    .iter()
+                    .chain(&elsewhere)
+                    .chain(&temporary)
+                    .any(|d| p.starts_with(d))
+        };
+        let cargo_homes: Vec<PathBuf> = std::env::var_os("CARGO_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .into_iter()
+            .chain(home.as_ref().map(|h| h.join(".cargo")))
+            .filter(|d| d.is_dir() && visible(d))
+            .collect();
+        let mut cargo_configs = Vec::new();
+        let mut credentials = Vec::new();
+        for dir in &cargo_homes {
+            for name in ["config.toml", "config"] {
+                let file = dir.join(name);
+                if file.is_file() && !cargo_configs.iter().any(|(f, _)| f == &file) {
+                    let over = sanitized_cargo_config(&file).unwrap_or_else(|| "/dev/null".into());
+                    cargo_configs.push((file, over));
+                }
+            }
+            for name in ["credentials", "credentials.toml"] {
+                let file = dir.join(name);
+                if file.is_file() && !credentials.contains(&file) {
+                    credentials.push(file);
+                }
+            }
         }
+        let sockets = std::fs::read_to_string("/proc/net/unix")
+            .map(|t| socket_paths(&t))
+            .unwrap_or_default();
+        let resolv = std::fs::read_link("/etc/resolv.conf")
+            .ok()
+            .and_then(|_| std::fs::canonicalize("/etc/resolv.conf").ok())
+            .filter(|to| !visible(to));
         Host {
-            home: Some(home),
+            home,
             toolchains,
             temporary,
+            elsewhere,
+            system,
+            cargo_configs,
+            credentials,
+            sockets,
+            data: Some(crate::agent::records::data_dir()),
+            resolv,
+            tmp_size,
         }
     }
+}
+
+/// The paths of the bound unix sockets in `/proc/net/unix` (abstract and unnamed ones have none).
+fn socket_paths(table: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = table
+        .lines()
+        .skip(1)
+        .filter_map(|line| line.split_whitespace().nth(7))
+        .filter(|p| p.starts_with('/'))
+        .map(PathBuf::from)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Cargo's configuration without what could authenticate to a registry: `[registry] token`,
+/// `credential-provider` and `global-credential-providers`, every `[registries.*]` token and credential
+/// provider, `[credential-alias]`, and `[env]` variables whose names say they are secrets. Written next to
+/// the system's temporary files under a name of its content; None when the file cannot be read as TOML or
+/// the copy cannot be written (the caller then binds an empty file).
+fn sanitized_cargo_config(file: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let mut table: toml::Table = text.parse().ok()?;
+    if let Some(toml::Value::Table(registry)) = table.get_mut("registry") {
+        for key in [
+            "token",
+            "credential-provider",
+            "global-credential-providers",
+        ] {
+            registry.remove(key);
+        }
+    }
+    if let Some(toml::Value::Table(registries)) = table.get_mut("registries") {
+        for (_, reg) in registries.iter_mut() {
+            if let toml::Value::Table(reg) = reg {
+                reg.remove("token");
+                reg.remove("credential-provider");
+            }
+        }
+    }
+    table.remove("credential-alias");
+    if let Some(toml::Value::Table(env)) = table.get_mut("env") {
+        env.retain(|name, _| !is_secret_name(name));
+    }
+    let clean = toml::to_string(&table).ok()?;
+    let hash = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        clean.hash(&mut h);
+        h.finish()
+    };
+    // The uid keeps users apart in a shared temporary directory.
+    let dest = std::env::temp_dir().join(format!(
+        "vouch-cargo-config-{}-{hash:016x}.toml",
+        whoami_uid()
+    ));
+    // Reused only when it is our own regular file with exactly this content; else written anew.
+    let ours = std::fs::symlink_metadata(&dest).ok().is_some_and(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.is_file() && m.uid() == whoami_uid()
+    }) && std::fs::read_to_string(&dest).ok().as_deref() == Some(clean.as_str());
+    if !ours {
+        let mut tmp = tempfile::NamedTempFile::new().ok()?;
+        std::io::Write::write_all(&mut tmp, clean.as_bytes()).ok()?;
+        tmp.persist(&dest).ok()?;
+    }
+    Some(dest)
+}
+
+/// The real user id of vouch's process.
+fn whoami_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").map_or(u32::MAX, |m| m.uid())
 }
 
 /// The toolchain directories among PATH's (`path`) and the toolchain variables' (`vars`) that lie under `/tmp` or
@@ -289,7 +731,12 @@ fn path_str(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-/// The bubblewrap command line (pure, for tests): mounts in order, later ones over earlier ones.
+/// A test hook, never for real use: `VOUCH_TEST_SANDBOX_HOLE=write` binds readable places writable and
+/// `=net` keeps the host's network, so tests can show that [`Sandbox::prove`] refuses such a sandbox.
+const HOLE_VAR: &str = "VOUCH_TEST_SANDBOX_HOLE";
+
+/// The bubblewrap command line (pure but for the test hook, for tests): mounts in order, later ones over
+/// earlier ones; the root itself is an empty directory of bubblewrap's, read-only at the end.
 fn bwrap_argv(
     bwrap: &Path,
     argv: &[String],
@@ -297,6 +744,7 @@ fn bwrap_argv(
     policy: &Policy,
     host: &Host,
 ) -> Vec<String> {
+    let hole = std::env::var(HOLE_VAR).unwrap_or_default();
     let mut out = vec![path_str(bwrap)];
     push(
         &mut out,
@@ -312,7 +760,7 @@ fn bwrap_argv(
             "ALL",
         ],
     );
-    if !policy.network {
+    if !policy.network && hole != "net" {
         // No network: cargo resolves and fetches from what is already cached (a crate without a Cargo.lock
         // then still builds) instead of failing on an unreachable registry.
         push(
@@ -320,52 +768,72 @@ fn bwrap_argv(
             &["--unshare-net", "--setenv", "CARGO_NET_OFFLINE", "true"],
         );
     }
-    push(
-        &mut out,
-        &[
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--tmpfs",
-            "/dev/shm",
-            "--proc",
-            "/proc",
-            "--tmpfs",
-            "/tmp",
-            "--tmpfs",
-            "/var/tmp",
-            "--tmpfs",
-            "/run",
-        ],
-    );
+    let ro = |out: &mut Vec<String>, from: &Path, to: &Path| {
+        out.extend(["--ro-bind".into(), path_str(from), path_str(to)]);
+    };
+    for (dir, link) in &host.system {
+        match link {
+            Some(to) => out.extend(["--symlink".into(), path_str(to), path_str(dir)]),
+            None => ro(&mut out, dir, dir),
+        }
+    }
+    let tmp_size = host.tmp_size.max(1 << 20).to_string();
+    push(&mut out, &["--dev", "/dev", "--proc", "/proc"]);
+    for dir in ["/dev/shm", "/tmp", "/var/tmp"] {
+        push(&mut out, &["--size", &tmp_size, "--tmpfs", dir]);
+    }
+    if policy.network {
+        if let Some(resolv) = &host.resolv {
+            ro(&mut out, resolv, resolv);
+        }
+    }
+    for dir in host
+        .toolchains
+        .iter()
+        .chain(&host.elsewhere)
+        .chain(&host.temporary)
+    {
+        ro(&mut out, dir, dir);
+    }
     let inside = |p: &Path, dirs: &[PathBuf]| dirs.iter().any(|d| p.starts_with(d));
     if let Some(home) = &host.home {
-        out.push("--tmpfs".into());
-        out.push(path_str(home));
-        for dir in &host.toolchains {
-            out.extend(["--ro-bind".into(), path_str(dir), path_str(dir)]);
-        }
         for file in CREDENTIAL_FILES {
             let f = home.join(file);
             if f.is_file() && inside(&f, &host.toolchains) {
-                out.extend(["--ro-bind".into(), "/dev/null".into(), path_str(&f)]);
+                ro(&mut out, Path::new("/dev/null"), &f);
             }
         }
     }
-    for dir in &host.temporary {
-        out.extend(["--ro-bind".into(), path_str(dir), path_str(dir)]);
+    for file in &host.credentials {
+        ro(&mut out, Path::new("/dev/null"), file);
     }
-    for dir in &policy.hidden {
-        if dir.is_dir() {
+    for (file, over) in &host.cargo_configs {
+        ro(&mut out, over, file);
+    }
+    // What is shown so far (the system, the toolchains); vouch's data and the caller's hidden places are
+    // covered where they lie in it, before the readable and writable places are put back.
+    let shown: Vec<PathBuf> = host
+        .system
+        .iter()
+        .filter(|(_, link)| link.is_none())
+        .map(|(d, _)| d.clone())
+        .chain(host.toolchains.iter().cloned())
+        .chain(host.elsewhere.iter().cloned())
+        .chain(host.temporary.iter().cloned())
+        .collect();
+    for dir in host.data.iter().chain(&policy.hidden) {
+        if dir.is_dir() && inside(dir, &shown) {
             out.extend(["--tmpfs".into(), path_str(dir)]);
         }
     }
-    // Readable and writable places may lie in the hidden home or under the private /tmp: put them back.
+    let readable_bind = if hole == "write" {
+        "--bind"
+    } else {
+        "--ro-bind"
+    };
     for dir in &policy.readable {
         if dir.exists() {
-            out.extend(["--ro-bind".into(), path_str(dir), path_str(dir)]);
+            out.extend([readable_bind.into(), path_str(dir), path_str(dir)]);
         }
     }
     for dir in &policy.writable {
@@ -374,6 +842,24 @@ fn bwrap_argv(
     for (outside, inside) in &policy.binds {
         out.extend(["--bind".into(), path_str(outside), path_str(inside)]);
     }
+    // Every socket path in a visible place: covered, so that connecting to it finds no socket.
+    let visible: Vec<PathBuf> = shown
+        .iter()
+        .chain(&policy.readable)
+        .chain(&policy.writable)
+        .cloned()
+        .collect();
+    for socket in &host.sockets {
+        if inside(socket, &visible) && !inside(socket, &policy.hidden) {
+            ro(&mut out, Path::new("/dev/null"), socket);
+        }
+    }
+    for (outside, inside) in &policy.read_only {
+        if outside.exists() {
+            ro(&mut out, outside, inside);
+        }
+    }
+    push(&mut out, &["--remount-ro", "/"]);
     out.extend(["--chdir".into(), path_str(cwd), "--".into()]);
     out.extend(argv.iter().cloned());
     out
@@ -478,7 +964,13 @@ mod tests {
         Host {
             home: Some("/home/u".into()),
             toolchains: vec!["/home/u/.cargo".into(), "/home/u/.rustup".into()],
-            temporary: Vec::new(),
+            system: vec![
+                ("/usr".into(), None),
+                ("/etc".into(), None),
+                ("/bin".into(), Some("usr/bin".into())),
+            ],
+            tmp_size: 1 << 30,
+            ..Host::default()
         }
     }
 
@@ -530,13 +1022,101 @@ mod tests {
         );
         let joined = a.join(" ");
         assert!(joined.starts_with("/usr/bin/bwrap --die-with-parent"));
-        assert!(joined.ends_with("--chdir /home/u/.cache/vouch/rooms/r/head -- cargo test"));
+        assert!(joined
+            .ends_with("--remount-ro / --chdir /home/u/.cache/vouch/rooms/r/head -- cargo test"));
         assert!(a.contains(&"--unshare-net".to_owned()));
         let pos = |needle: &str| joined.find(needle).unwrap();
-        // The home is hidden before the toolchains and the room are put back, and the root is read-only first.
-        assert!(pos("--ro-bind / /") < pos("--tmpfs /home/u "));
-        assert!(pos("--tmpfs /home/u ") < pos("--ro-bind /home/u/.cargo /home/u/.cargo"));
+        // Only the system's directories are bound, never the root; a link stays a link.
+        assert!(!joined.contains("--ro-bind / /"), "{joined}");
+        assert!(
+            !joined.contains("/home/u "),
+            "the home itself is not there: {joined}"
+        );
+        assert!(pos("--ro-bind /usr /usr") < pos("--ro-bind /home/u/.cargo /home/u/.cargo"));
+        assert!(joined.contains("--symlink usr/bin /bin"), "{joined}");
+        assert!(
+            joined.contains("--size 1073741824 --tmpfs /tmp"),
+            "{joined}"
+        );
         assert!(pos("--ro-bind /home/u/.rustup") < pos("--bind /home/u/.cache/vouch/rooms/r/head"));
+    }
+
+    #[test]
+    fn read_only_binds_and_socket_masks_come_after_the_writable_places() {
+        let mut h = host();
+        h.sockets = vec![
+            "/home/u/.cache/vouch/rooms/r/head/s.sock".into(),
+            "/usr/lib/x.sock".into(),
+            "/srv/elsewhere.sock".into(),
+        ];
+        let room = PathBuf::from("/home/u/.cache/vouch/rooms/r/head");
+        let policy = Policy {
+            writable: vec![room.clone()],
+            read_only: vec![("/".into(), room.join(".git"))],
+            ..Policy::default()
+        };
+        let joined = bwrap_argv(Path::new("bwrap"), &argv(&["true"]), &room, &policy, &h).join(" ");
+        let pos = |needle: &str| joined.find(needle).unwrap();
+        assert!(
+            pos("--bind /home/u/.cache/vouch/rooms/r/head")
+                < pos("--ro-bind / /home/u/.cache/vouch/rooms/r/head/.git")
+        );
+        assert!(
+            pos("--bind /home/u/.cache")
+                < pos("--ro-bind /dev/null /home/u/.cache/vouch/rooms/r/head/s.sock")
+        );
+        assert!(
+            joined.contains("--ro-bind /dev/null /usr/lib/x.sock"),
+            "{joined}"
+        );
+        assert!(
+            !joined.contains("elsewhere.sock"),
+            "a socket in no visible place needs no mask: {joined}"
+        );
+    }
+
+    #[test]
+    fn socket_paths_are_read_from_the_kernels_table() {
+        let table = "Num       RefCount Protocol Flags    Type St Inode Path\n\
+            0000: 00000002 00000000 00010000 0001 01 1234 /run/user/1000/bus\n\
+            0000: 00000002 00000000 00010000 0001 01 1235 @/tmp/.X11-unix/X0\n\
+            0000: 00000003 00000000 00000000 0001 03 1236\n\
+            0000: 00000002 00000000 00010000 0001 01 1237 /run/user/1000/bus\n";
+        assert_eq!(
+            socket_paths(table),
+            vec![PathBuf::from("/run/user/1000/bus")]
+        );
+    }
+
+    #[test]
+    fn sizes_read_with_binary_units() {
+        assert_eq!(parse_size("4G"), Some(4 << 30));
+        assert_eq!(parse_size("512MiB"), Some(512 << 20));
+        assert_eq!(parse_size("64k"), Some(64 << 10));
+        assert_eq!(parse_size("300"), Some(300));
+        assert_eq!(parse_size("lots"), None);
+        assert_eq!(parse_size(""), None);
+    }
+
+    #[test]
+    fn cargos_configuration_is_shown_without_tokens_or_credential_providers() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.toml");
+        std::fs::write(
+            &file,
+            "[registry]\ntoken = \"t1\"\ncredential-provider = \"cargo:token\"\n\n\
+             [registries.corp]\nindex = \"sparse+https://corp/\"\ntoken = \"t2\"\n\n\
+             [credential-alias]\nmine = \"x\"\n\n[env]\nNPM_TOKEN = \"t3\"\nRUST_LOG = \"info\"\n\n[net]\nretry = 7\n",
+        )
+        .unwrap();
+        let copy = sanitized_cargo_config(&file).unwrap();
+        let text = std::fs::read_to_string(copy).unwrap();
+        for gone in ["t1", "t2", "t3", "cargo:token", "credential-alias"] {
+            assert!(!text.contains(gone), "{gone} in {text}");
+        }
+        for kept in ["retry = 7", "sparse+https://corp/", "RUST_LOG"] {
+            assert!(text.contains(kept), "{kept} not in {text}");
+        }
     }
 
     #[test]

@@ -61,6 +61,29 @@ pub struct Worktree {
     pub repo: PathBuf,
     /// The commit the branch starts from.
     pub base: Oid,
+    /// The worktree's git directory in the user's repository (`.git/worktrees/<id>`), as vouch made it: vouch
+    /// opens the worktree by this, never by the worktree's `.git` file, which the code under test can rewrite
+    /// (pointing it at the user's own git directory would make vouch commit there).
+    pub git_dir: PathBuf,
+}
+
+/// The worktree at `dir` opened by the git directory vouch recorded for it, with `dir` as its working
+/// directory: no `.git` file in the worktree is read.
+pub fn open_worktree(git_dir: &Path, dir: &Path) -> Result<Repository> {
+    let repo = Repository::open(git_dir)
+        .with_context(|| format!("open the worktree's git directory {}", git_dir.display()))?;
+    repo.set_workdir(dir, false)
+        .with_context(|| format!("use {} as the worktree", dir.display()))?;
+    Ok(repo)
+}
+
+/// The git directory of worktree `id` of `user`, checked to be one (a `gitdir` file in it).
+fn worktree_git_dir(user: &Repository, id: &str) -> Result<PathBuf> {
+    let dir = user.commondir().join("worktrees").join(id);
+    if !dir.join("gitdir").is_file() {
+        anyhow::bail!("worktree `{id}` has no git directory at {}", dir.display());
+    }
+    Ok(dir)
 }
 
 impl Worktree {
@@ -128,6 +151,7 @@ impl Worktree {
             branch,
             repo: repo_dir,
             base: base_oid,
+            git_dir: worktree_git_dir(&user, id)?,
         })
     }
 
@@ -185,6 +209,7 @@ impl Worktree {
             branch,
             repo: repo_dir,
             base: base_oid,
+            git_dir: worktree_git_dir(&user, id)?,
         })
     }
 
@@ -198,8 +223,7 @@ impl Worktree {
         author: &Signature<'_>,
         changed: &Changed,
     ) -> Result<Option<Oid>> {
-        let wt = Repository::open(&self.dir)
-            .with_context(|| format!("open worktree {}", self.dir.display()))?;
+        let wt = open_worktree(&self.git_dir, &self.dir)?;
         let base = wt.find_commit(self.base).context("find the base commit")?;
         let base_tree = base.tree().context("read the base tree")?;
         let tracked = |p: &str| base_tree.get_path(Path::new(p)).is_ok();

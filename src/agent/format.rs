@@ -24,6 +24,8 @@ use crate::sandbox::Sandbox;
 pub struct Formatter {
     steps: Vec<Step>,
     env: StepEnv,
+    /// The worktree's git directory as vouch recorded it ([`crate::workspace::Worktree::git_dir`]).
+    git_dir: PathBuf,
 }
 
 /// What one application did.
@@ -39,10 +41,13 @@ pub struct Formatted {
 
 impl Formatter {
     /// The format steps of `profile` with a `fix` command that apply to `dir`; None when there is none.
-    /// `sandbox`, `logs`, `cache` and `readable` as for the tests.
+    /// `sandbox`, `logs`, `cache` and `readable` as for the tests; `git_dir` the worktree's recorded git
+    /// directory.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         profile: &Profile,
         dir: &Path,
+        git_dir: &Path,
         logs: PathBuf,
         cache: PathBuf,
         sandbox: Sandbox,
@@ -61,6 +66,7 @@ impl Formatter {
         Some(Formatter {
             steps,
             env: StepEnv::for_worktree(profile, dir, logs, cache, sandbox, readable),
+            git_dir: git_dir.to_path_buf(),
         })
     }
 
@@ -73,7 +79,7 @@ impl Formatter {
         cancel: &CancellationToken,
     ) -> Result<Formatted> {
         let dir = &self.env.room;
-        let before = dirty(dir)?;
+        let before = dirty(&self.git_dir, dir)?;
         let mut ran = Vec::new();
         for step in &self.steps {
             let Some(argv) = step.fix.as_ref() else {
@@ -100,12 +106,12 @@ impl Formatter {
                 ran.push(step.name.clone());
             }
         }
-        let after = dirty(dir)?;
+        let after = dirty(&self.git_dir, dir)?;
         let mut done = Formatted {
             ran,
             ..Formatted::default()
         };
-        let repo = Repository::open(dir).context("open the worktree")?;
+        let repo = crate::workspace::open_worktree(&self.git_dir, dir)?;
         for (rel, now) in &after {
             let was = before.get(rel);
             if was == Some(now) {
@@ -148,8 +154,8 @@ impl Formatter {
 
 /// The files `git status` lists in the worktree (untracked included, ignored not), with their content
 /// (None when deleted).
-fn dirty(dir: &Path) -> Result<BTreeMap<String, Option<Vec<u8>>>> {
-    let repo = Repository::open(dir).context("open the worktree")?;
+fn dirty(git_dir: &Path, dir: &Path) -> Result<BTreeMap<String, Option<Vec<u8>>>> {
+    let repo = crate::workspace::open_worktree(git_dir, dir)?;
     let mut opts = StatusOptions::new();
     opts.include_untracked(true).recurse_untracked_dirs(true);
     let statuses = repo
@@ -237,6 +243,7 @@ mod tests {
         let formatter = Formatter::new(
             &profile,
             &dir,
+            &dir.join(".git"),
             tmp.path().join("logs"),
             tmp.path().join("cache"),
             Sandbox::new(SandboxMode::Off).unwrap(),

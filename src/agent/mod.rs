@@ -135,6 +135,8 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
             "install bubblewrap (Debian: apt-get install bubblewrap) and allow unprivileged user namespaces, or pass --sandbox auto",
         )
     })?;
+    // Before anything is made or run: a sandbox that lets a write or a connect through runs nothing.
+    sandbox.prove()?;
     let profile = match &cfg.profile {
         Some(p) => Some(Profile::from_arg(p)?),
         None => None,
@@ -219,9 +221,10 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
             branch: wt.branch.clone(),
         });
     }
-    // Code the model wrote runs confined: it may read the user's repository (the worktree's git data lives
-    // there) and write only the worktree and its caches.
-    let readable = vec![crate::git::open(&wt.repo)?.commondir().to_path_buf()];
+    // Code the model wrote runs confined: of the user's repository it may read only the objects (read-only),
+    // never its config, hooks, index, refs or the checkout's files; it writes only the worktree and its
+    // caches.
+    let readable = vec![crate::git::objects_dir(&crate::git::open(&wt.repo)?)];
     let settings = Settings {
         tests: profile.as_ref().map(|p| {
             TestRunner::new(
@@ -253,6 +256,7 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         format::Formatter::new(
             p,
             &wt.dir,
+            &wt.git_dir,
             records.logs(),
             cfg.cache.join("agent").join(&cfg.task.id),
             sandbox.clone(),

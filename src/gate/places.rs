@@ -487,7 +487,7 @@ pub(super) fn step_env(prep: &Prepared, room: &Room, places: &Places) -> StepEnv
         profile_env: prep.profile.env.clone(),
         sandbox: prep.sandbox.clone(),
         readable: vec![prep.objects.clone()],
-        hidden: Vec::new(),
+        hidden: crate::gate::steps::repository_of(&prep.objects),
         python: crate::gate::pyenv::RoomPython::new(prep.profile.python.clone()),
         deps: crate::gate::fetch::RoomDeps::new(prep.profile.room.fetch),
         views: None,

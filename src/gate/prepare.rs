@@ -129,6 +129,8 @@ pub fn prepare(opts: &Options) -> Result<Prepared> {
             "install bubblewrap (Debian: apt-get install bubblewrap) and allow unprivileged user namespaces, or pass --sandbox auto",
         )
     })?;
+    // Before any step runs: a sandbox that lets a write or a connect through, or runs nothing, judges nothing.
+    sandbox.prove()?;
     let repo = crate::git::open(&opts.repo)?;
     let head = crate::git::resolve(&repo, &opts.head)?;
     let (base, base_label) = base_of(&repo, opts, head)?;

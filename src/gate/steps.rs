@@ -134,8 +134,8 @@ impl StepEnv {
             logs,
             profile_env: profile.env.clone(),
             sandbox,
+            hidden: readable.iter().flat_map(|o| repository_of(o)).collect(),
             readable,
-            hidden: Vec::new(),
             python: Default::default(),
             deps: crate::gate::fetch::RoomDeps::new(profile.room.fetch),
             views: None,
@@ -190,15 +190,13 @@ impl StepEnv {
     /// Where a runner writes its JUnit XML: a directory of its own, the only part of the logs a step may write.
     /// With views, one directory per command, which steps see at the one path every role's steps see, under
     /// one name ([`StepEnv::expand`]): a test cannot tell a rerun or the bite check by where it reports.
+    /// Without views too the directory is the command's own, made empty here: what an earlier command (or the
+    /// code it ran) left in the logs is neither seen nor read back.
     pub fn junit_path(&self, step: &str, suffix: &str) -> PathBuf {
         let stem = file_stem(step);
-        let dir = self.logs.join("junit");
-        match &self.views {
-            Some(_) => dir
-                .join(format!("{stem}{suffix}"))
-                .join(format!("{stem}.junit.xml")),
-            None => dir.join(format!("{stem}{suffix}.junit.xml")),
-        }
+        let dir = self.logs.join("junit").join(format!("{stem}{suffix}"));
+        fresh_dir(&dir);
+        dir.join(format!("{stem}.junit.xml"))
     }
 
     /// A JUnit path as steps see it.
@@ -325,6 +323,7 @@ impl StepEnv {
             stdout_path: self.logs.join(format!("{stem}.stdout")),
             merge_output,
             hold,
+            caps: self.sandbox.caps(),
         }
     }
 
@@ -339,7 +338,11 @@ impl StepEnv {
         mut policy: Policy,
         phase: Phase,
     ) -> (Vec<String>, Vec<(String, String)>, crate::process::Hold) {
+        policy.hidden.extend(self.hidden.iter().cloned());
         let Some(views) = &self.views else {
+            // The room's git metadata is vouch's: what a step writes there, vouch would read later.
+            let git = self.room.join(".git");
+            policy.read_only.push((git.clone(), git));
             return (
                 self.sandbox.wrap(argv, cwd, &policy),
                 env,
@@ -366,12 +369,14 @@ impl StepEnv {
         };
         policy.writable.retain(|p| !own(p));
         policy.readable.retain(|p| !own(p));
-        policy.hidden.extend(self.hidden.iter().cloned());
         let inside = views.inside();
         policy.binds.push((bound.room.clone(), inside.room.clone()));
         policy
             .binds
             .push((bound.cache.clone(), inside.cache.clone()));
+        policy
+            .read_only
+            .push((bound.room.join(".git"), inside.room.join(".git")));
         let argv: Vec<String> = argv
             .iter()
             .map(|a| views.text_to_inside(a, Some(&bound)))
@@ -396,6 +401,35 @@ impl StepEnv {
             out = out.replace(&prefix, "");
         }
         out
+    }
+}
+
+/// The user's repository around its `objects` directory: the git directory and, when that is a checkout's
+/// `.git`, the checkout. Hidden from steps wherever the sandbox would show them; the objects alone are put back.
+pub fn repository_of(objects: &Path) -> Vec<PathBuf> {
+    let Some(git_dir) = objects.parent() else {
+        return Vec::new();
+    };
+    let mut out = vec![git_dir.to_path_buf()];
+    if git_dir.file_name().is_some_and(|n| n == ".git") {
+        out.extend(git_dir.parent().map(Path::to_path_buf));
+    }
+    out
+}
+
+/// Makes `dir` an empty directory: whatever was there (files, a symbolic link planted in its place) goes.
+fn fresh_dir(dir: &Path) {
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        Ok(_) => {
+            let _ = std::fs::remove_file(dir);
+        }
+        Err(_) => {}
+    }
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        tracing::warn!("create {}: {e}", dir.display());
     }
 }
 
@@ -771,6 +805,14 @@ pub async fn run_step(
         if status != StepStatus::Pass && note.is_none() {
             note = missing_module_note(env, &spec, &junit);
         }
+    }
+    // A cap the command reached is named, whatever else the note says.
+    if !outcome.hit.is_empty() {
+        let caps = outcome.hit.join("; ");
+        note = Some(match note {
+            Some(n) => format!("{n}; {caps}"),
+            None => caps,
+        });
     }
     let report = StepReport {
         name: step.name.clone(),

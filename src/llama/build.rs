@@ -139,6 +139,7 @@ fn spec(argv: Vec<String>, cwd: &Path, log: PathBuf, timeout: Duration) -> proce
         log_path: log,
         merge_output: true,
         hold: Default::default(),
+        caps: Default::default(),
     }
 }
 

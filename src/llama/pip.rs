@@ -85,6 +85,7 @@ impl Download {
             stdout_path: self.log.clone(),
             merge_output: true,
             hold: Default::default(),
+            caps: Default::default(),
         };
         let run = process::run(&spec, cancel);
         tokio::pin!(run);

@@ -103,8 +103,14 @@ impl ShellRunner {
             env: shell_env(&home, api_key_env),
             policy: Policy {
                 writable: vec![dir.clone(), home],
+                hidden: readable
+                    .iter()
+                    .flat_map(|o| crate::gate::steps::repository_of(o))
+                    .collect(),
                 readable,
                 network: false,
+                // The worktree's `.git` file is vouch's ([`crate::workspace::Worktree::git_dir`]).
+                read_only: vec![(dir.join(".git"), dir.join(".git"))],
                 ..Policy::default()
             },
             dir,
@@ -146,6 +152,7 @@ impl ShellRunner {
             stdout_path: log,
             merge_output: true,
             hold: Default::default(),
+            caps: self.sandbox.caps(),
         };
         let outcome = match process::run_clean_env(&spec, cancel).await {
             Ok(o) => o,

@@ -2763,3 +2763,59 @@ async fn a_guided_rust_fix_with_a_test_in_the_crates_own_tests_module_is_verifie
     // Merged into the module member by member: one tests module, both tests in it.
     assert_eq!(lib.matches("mod tests").count(), 1, "{lib}");
 }
+
+/// A test the model writes rewrites the worktree's `.git` file to point at the user's own git directory
+/// when `run_tests` runs it: vouch's commit must still go to the run's branch, and the user's checkout must
+/// show nothing staged or changed (before, the commit staged the change in the user's index).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_test_that_retargets_the_worktrees_git_file_cannot_make_vouch_commit_in_the_users_checkout(
+) {
+    let repo = calc_repo();
+    let status_before = repo.git(&["status", "--porcelain"]);
+    let user_git = repo.dir.join(".git");
+    let retarget = format!(
+        "from calc import add\n\n\
+         try:\n    with open(\".git\", \"w\") as f:\n        f.write(\"gitdir: {}\\n\")\nexcept OSError:\n    pass\n\n\n\
+         def test_add():\n    assert add(2, 3) == 5\n",
+        user_git.display()
+    );
+    let model = Model::start(vec![
+        call(
+            1,
+            "write_file",
+            json!({"path": "calc.py", "content": FIXED}),
+        ),
+        call(
+            2,
+            "write_file",
+            json!({"path": "test_add.py", "content": retarget}),
+        ),
+        call(3, "run_tests", json!({})),
+        call(
+            4,
+            "submit",
+            json!({"verdict": "GO", "summary": "add() adds now."}),
+        ),
+    ])
+    .await;
+    let run = vouch_run(
+        &repo,
+        &model,
+        &["--prompt", "add() subtracts", "--sandbox", "require"],
+    )
+    .await;
+    let _ = model.finish();
+    assert_eq!(
+        repo.git(&["status", "--porcelain"]),
+        status_before,
+        "the user's checkout changed: {}",
+        explain(&run)
+    );
+    let wt_git = std::fs::read_to_string(workspace(&repo, "add-subtracts").join(".git")).unwrap();
+    assert!(
+        !wt_git.contains(&format!("gitdir: {}\n", user_git.display())),
+        "the worktree's .git file was rewritten: {wt_git}"
+    );
+    let on_branch = repo.git(&["show", "vouch/add-subtracts:calc.py"]);
+    assert!(on_branch.contains("a + b"), "{}", explain(&run));
+}

@@ -551,10 +551,9 @@ def test_escape():
     let out = &got["call_2_0"];
     assert!(out.contains("observed"), "{out}");
     assert!(out.contains("key=absent"), "{out}");
-    assert!(
-        !out.contains("hook=done") && !out.contains("hook2=done"),
-        "{out}"
-    );
+    // The user's git directory is not in the sandbox at all (only its objects are): a write to its path
+    // under `/tmp` lands in the sandbox's private `/tmp`, so what counts is the host's file, below.
+    assert!(!out.contains("hook2=done"), "{out}");
     assert!(!f.repo.dir.join(".git/hooks/pre-commit").exists());
     assert!(!f.repo.dir.join(".git/hooks/post-checkout").exists());
     f.assert_untouched(&before);

@@ -6,6 +6,7 @@ mod bite;
 mod bite_cargo;
 mod ci_examples;
 mod cli;
+mod confinement;
 mod forge;
 mod forge_gate;
 mod forge_run;

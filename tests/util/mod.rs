@@ -33,9 +33,15 @@ pub fn git_env() -> Vec<(&'static str, &'static str)> {
 impl Repo {
     /// An empty repository on branch `main`.
     pub fn new() -> Repo {
+        Repo::new_in(&std::env::temp_dir())
+    }
+
+    /// [`Repo::new`] under `parent` (a checkout outside `$HOME` and `/tmp`, as in a container CI job).
+    pub fn new_in(parent: &Path) -> Repo {
+        std::fs::create_dir_all(parent).unwrap();
         let tmp = tempfile::Builder::new()
             .prefix("vouch-test-")
-            .tempdir()
+            .tempdir_in(parent)
             .unwrap();
         let dir = tmp.path().join("repo");
         std::fs::create_dir_all(&dir).unwrap();

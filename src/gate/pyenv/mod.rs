@@ -262,6 +262,7 @@ impl Runner<'_> {
             stdout_path: self.env.logs.join(format!("{stem}.stdout")),
             merge_output: true,
             hold,
+            caps: self.env.sandbox.caps(),
         };
         match process::run_clean_env(&spec, self.cancel).await {
             Ok(o) if o.success() => Ok(std::fs::read_to_string(&spec.log_path).unwrap_or_default()),

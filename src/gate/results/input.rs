@@ -25,11 +25,27 @@ pub fn read_output(path: &Path) -> String {
     }
 }
 
-/// A whole small file (a JUnit report) as text, bytes taken lossily; `None` when it cannot be read.
+/// Bytes of a JUnit report read at most.
+pub const MAX_REPORT: u64 = 64 * 1024 * 1024;
+
+/// A whole small file (a JUnit report) as text, bytes taken lossily; `None` when it cannot be read. The
+/// report lies where the code under test writes, so it is read as that code might have left it: a symbolic
+/// link is not followed (`O_NOFOLLOW`), anything but a regular file is refused (a FIFO would block, a
+/// device never end), and at most [`MAX_REPORT`] bytes are read.
 pub fn read_lossy(path: &Path) -> Option<String> {
-    std::fs::read(path)
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        tracing::warn!("{} is not a regular file; not read", path.display());
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_REPORT).read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// The lines of `input`, each cut to `max_line` bytes, the first and last `max_kept / 2` bytes of them.
