@@ -1,5 +1,7 @@
 //! Tool-call recovery cost on a long reply: detection alone (no call to find) and detection plus parsing
-//! (five calls). Target: at most 1 ms each. `cargo bench --bench toolcall`.
+//! (five calls). Target: at most 1 ms each. And hostile replies of 1 MB and 4 MB (unclosed braces and
+//! openers, brackets, quotes, calls inline in prose, a call after megabytes of junk): the 4 MB case should
+//! take about four times the 1 MB one, not sixteen. `cargo bench --bench toolcall`.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -46,6 +48,23 @@ fn with_five_calls(bytes: usize) -> String {
     out
 }
 
+/// About `bytes` of one hostile shape.
+fn hostile(shape: &str, bytes: usize) -> String {
+    let unit = match shape {
+        "braces" => "{",
+        "openers" => "<tool_call>",
+        "brackets" => "[",
+        "quotes" => "he said \"yes\" and 'no' ",
+        "inline" => "{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}} is how ",
+        _ => "{ [ \"x <tool_call> ",
+    };
+    let mut out = unit.repeat(bytes / unit.len());
+    if shape == "junk_then_call" {
+        out.push_str("\n<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.rs\"}}\n</tool_call>");
+    }
+    out
+}
+
 #[allow(
     clippy::panic,
     reason = "a benchmark that cannot build its input has nothing to measure"
@@ -84,6 +103,31 @@ fn bench(c: &mut Criterion) {
             r
         })
     });
+    group.finish();
+    let mut group = c.benchmark_group("recover_hostile");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(5));
+    for shape in [
+        "braces",
+        "openers",
+        "brackets",
+        "quotes",
+        "inline",
+        "junk_then_call",
+    ] {
+        for mb in [1, 4] {
+            let text = hostile(shape, mb << 20);
+            let msg = Message {
+                content: Some(&text),
+                ..Message::default()
+            };
+            group.bench_function(format!("{shape}_{mb}mb"), |b| {
+                b.iter(|| recover(black_box(&msg), &tools, None))
+            });
+        }
+    }
     group.finish();
 }
 

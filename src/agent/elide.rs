@@ -42,6 +42,32 @@ pub struct Plan {
 /// The plan for `messages`, of which the first `seen` were sent in the last request, whose prompt was
 /// `prompt_tokens` of a `context`-token window.
 pub fn plan(messages: &[ChatMessage], seen: usize, prompt_tokens: u64, context: u64) -> Plan {
+    plan_from(messages, seen, prompt_tokens, context, ELIDE_MIN_BYTES)
+}
+
+/// The plan after the server refused a request as too long for its context: [`plan`], and when that finds
+/// nothing, the oldest outputs of any size that are longer than their placeholders. Empty when no output
+/// is left to elide: resending would overflow again.
+pub fn plan_overflow(
+    messages: &[ChatMessage],
+    seen: usize,
+    prompt_tokens: u64,
+    context: u64,
+) -> Plan {
+    let plan = plan(messages, seen, prompt_tokens, context);
+    if !plan.outputs.is_empty() {
+        return plan;
+    }
+    plan_from(messages, seen, prompt_tokens, context, 0)
+}
+
+fn plan_from(
+    messages: &[ChatMessage],
+    seen: usize,
+    prompt_tokens: u64,
+    context: u64,
+    min_bytes: usize,
+) -> Plan {
     if prompt_tokens.saturating_mul(100) <= context.saturating_mul(ELIDE_AT) {
         return Plan::default();
     }
@@ -69,13 +95,16 @@ pub fn plan(messages: &[ChatMessage], seen: usize, prompt_tokens: u64, context: 
         else {
             continue;
         };
-        if content.len() <= ELIDE_MIN_BYTES || content.starts_with("[output of ") {
+        if content.len() <= min_bytes || content.starts_with("[output of ") {
             continue;
         }
         let detail = call_detail(&messages[..i], tool_call_id);
         let placeholder = format!(
             "[output of {name}{detail} elided to save context; call it again if you need it]"
         );
+        if content.len() <= placeholder.len() {
+            continue;
+        }
         freed += content.len().saturating_sub(placeholder.len()) as f64 * per_byte;
         outputs.push(Elided {
             index: i,
@@ -174,6 +203,24 @@ mod tests {
         assert_eq!(plan(&messages, messages.len(), 990, 1000), Plan::default());
         let messages = conversation(&[2048, 2049]);
         assert_eq!(indices(&plan(&messages, messages.len(), 990, 1000)), [5]);
+    }
+
+    #[test]
+    fn after_an_overflow_small_outputs_go_too_but_none_shorter_than_its_placeholder() {
+        let messages = conversation(&[2048, 60, 1500]);
+        let p = plan_overflow(&messages, messages.len(), 1250, 1000);
+        assert_eq!(indices(&p), [3, 7]);
+        // A fresh turn's plan would elide none of them; the overflow's takes the big ones first.
+        let messages = conversation(&[1000, 5000]);
+        assert_eq!(
+            indices(&plan_overflow(&messages, messages.len(), 1250, 1000)),
+            [5]
+        );
+        let messages = conversation(&[50, 60]);
+        assert_eq!(
+            plan_overflow(&messages, messages.len(), 1250, 1000),
+            Plan::default()
+        );
     }
 
     #[test]

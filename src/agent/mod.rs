@@ -382,16 +382,33 @@ pub async fn run(cfg: &Config, ui: &Ui, cancel: &CancellationToken) -> Result<Ru
         // The earlier run stopped on a reply without a call: the conversation goes on with a reminder.
         agent.rail_nudge(&Nudge::NoToolCall { last: false });
     }
+    let mut stopped = None;
     if resumed.overflowed {
-        // The same request would overflow again: old tool outputs go before it is sent.
+        // The same request would overflow again: old tool outputs go before it is sent. With none left to
+        // elide it would only overflow again, resume after resume, so the run stops and says why.
         agent.client.probe().await;
-        let context = agent.context_size();
-        agent.last_prompt = agent.last_prompt.max(context + context / 4);
         ui.line("  the last request overflowed the context: eliding old tool outputs before resending it");
+        if !agent.elide_after_overflow() {
+            let message = format!(
+                "the last request overflowed the model's context ({} tokens) and no tool output is left \
+                 to elide, so resending it would overflow again; give the server a larger context or the \
+                 model a shorter task",
+                agent.context_size()
+            );
+            ui.line(&format!("  {message}"));
+            agent.transcript.event(&Event::ModelError {
+                turn: agent.turns,
+                error: message.clone(),
+                overflow: true,
+            });
+            agent.error = Some(message);
+            stopped = Some((Status::Error, StopReason::ModelError));
+        }
     }
-    let (status, stop) = match guided {
-        Some((_, files)) => agent.run_guided(files).await,
-        None => agent.run_loop().await,
+    let (status, stop) = match (stopped, guided) {
+        (Some(stopped), _) => stopped,
+        (None, Some((_, files))) => agent.run_guided(files).await,
+        (None, None) => agent.run_loop().await,
     };
     // The messages added since the last request, so that a resumed run goes on from here.
     agent.log_messages();

@@ -41,9 +41,7 @@ struct Front {
 impl Task {
     /// Reads a task file.
     pub fn load(path: &Path) -> Result<Task> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            VouchError::usage(format!("cannot read task file {}: {e}", path.display()))
-        })?;
+        let text = read_text(path, "task file")?;
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -54,6 +52,7 @@ impl Task {
 
     /// A task from `--prompt`: the first line is the title, the id a slug of it.
     pub fn from_prompt(prompt: &str) -> Result<Task> {
+        check_size(prompt.len() as u64, "--prompt")?;
         let prompt = prompt.trim();
         if prompt.is_empty() {
             return Err(VouchError::usage("--prompt is empty").into());
@@ -120,6 +119,100 @@ impl Task {
             ));
         }
         out
+    }
+}
+
+/// The most task text vouch sends: a task is an issue, not a data set. More would fill the model's context
+/// before it reads a line of code (a 100 MB task file made a 105.8 MB request).
+pub const TASK_CAP: u64 = 256 * 1024;
+
+/// Refuses task text of `len` bytes over [`TASK_CAP`]; `what` names where it came from.
+pub fn check_size(len: u64, what: &str) -> Result<()> {
+    if len > TASK_CAP {
+        return Err(VouchError::usage(format!(
+            "{what} is too large: {} ({len} bytes); the cap on task text is {}",
+            human(len),
+            human(TASK_CAP)
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Reads a text file of task input (`--task`, `--prior-findings`), refusing what is not a regular file
+/// before opening it (opening a FIFO blocks until a writer comes; a device or `/dev/zero` never ends) and
+/// reading at most [`TASK_CAP`] + 1 bytes, so memory stays bounded whatever the file is.
+pub fn read_text(path: &Path, what: &str) -> Result<String> {
+    use std::io::Read;
+    let shown = path.display();
+    let meta = std::fs::metadata(path)
+        .map_err(|e| VouchError::usage(format!("cannot read {what} {shown}: {e}")))?;
+    refuse_special(&meta, what, path)?;
+    // Opened without blocking in case it became a FIFO since the look; the open file is looked at again.
+    let file = open_nonblocking(path)
+        .map_err(|e| VouchError::usage(format!("cannot read {what} {shown}: {e}")))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| VouchError::usage(format!("cannot read {what} {shown}: {e}")))?;
+    refuse_special(&meta, what, path)?;
+    check_size(meta.len(), &format!("{what} {shown}"))?;
+    let mut bytes = Vec::new();
+    file.take(TASK_CAP + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| VouchError::usage(format!("cannot read {what} {shown}: {e}")))?;
+    // A file that grew since the look (or a /proc file, which reports no size).
+    check_size(bytes.len() as u64, &format!("{what} {shown}"))?;
+    String::from_utf8(bytes).map_err(|_| {
+        VouchError::usage(format!("cannot read {what} {shown}: it is not UTF-8 text")).into()
+    })
+}
+
+/// A usage error for anything but a regular file, naming what it is.
+fn refuse_special(meta: &std::fs::Metadata, what: &str, path: &Path) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    let kind = if t.is_file() {
+        return Ok(());
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    };
+    Err(VouchError::usage(format!(
+        "{what} {} is {kind}; give a regular file",
+        path.display()
+    ))
+    .into())
+}
+
+fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+/// `1.5 MiB`, `256 KiB`, `900 bytes`.
+fn human(bytes: u64) -> String {
+    const KIB: u64 = 1024;
+    const MIB: u64 = 1024 * KIB;
+    if bytes >= MIB {
+        format!("{:.1} MiB", bytes as f64 / MIB as f64)
+    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
+        format!("{} KiB", bytes / KIB)
+    } else if bytes >= KIB {
+        format!("{:.1} KiB", bytes as f64 / KIB as f64)
+    } else {
+        format!("{bytes} bytes")
     }
 }
 
@@ -260,6 +353,16 @@ mod tests {
         assert!(Task::parse("---\ntitel: x\n---\nb", "t")
             .unwrap_err()
             .contains("titel"));
+    }
+
+    #[test]
+    fn task_text_over_the_cap_is_refused_with_its_size() {
+        let e = Task::from_prompt(&"y".repeat(300 * 1024)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--prompt is too large: 300 KiB (307200 bytes); the cap on task text is 256 KiB"
+        );
+        assert!(Task::from_prompt(&"y".repeat(256 * 1024)).is_ok());
     }
 
     #[test]

@@ -447,6 +447,27 @@ impl Agent<'_> {
     pub(super) fn elide(&mut self) {
         let context = self.context_size();
         let plan = elide::plan(&self.messages, self.sent, self.last_prompt, context);
+        self.apply_elision(plan, context);
+    }
+
+    /// After the server refused the last request as too long for its context (a resumed run): elides old
+    /// tool outputs, of any size if need be, so that the request resent is smaller than the one refused.
+    /// False when no output is left to elide.
+    pub(super) fn elide_after_overflow(&mut self) -> bool {
+        let context = self.context_size();
+        self.last_prompt = self.last_prompt.max(context + context / 4);
+        let plan = elide::plan_overflow(&self.messages, self.sent, self.last_prompt, context);
+        if plan.outputs.is_empty() {
+            return false;
+        }
+        // The prompt as estimated after the step, so that the next turn does not elide again before it asks.
+        let after = self.last_prompt.saturating_sub(plan.estimated_tokens);
+        self.apply_elision(plan, context);
+        self.last_prompt = after;
+        true
+    }
+
+    fn apply_elision(&mut self, plan: elide::Plan, context: u64) {
         if plan.outputs.is_empty() {
             return;
         }

@@ -385,6 +385,11 @@ pub(super) fn issue_task(
     let issue = runtime::block_on(|_cancel| async move {
         client.fetch_issue(number).await.map_err(forge_error)
     })?;
+    // An issue's text is task text like a task file's, under the same cap.
+    crate::agent::task::check_size(
+        (issue.title.len() + issue.body.len()) as u64,
+        &format!("the text of issue #{number}"),
+    )?;
     let mut text = format!("{}\n\n{}", issue.title.trim(), issue.body.trim());
     if !issue.labels.is_empty() {
         text.push_str(&format!("\n\nLabels: {}", issue.labels.join(", ")));

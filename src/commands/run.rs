@@ -46,12 +46,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
     };
     let task_text = task.body.clone();
     if let Some(path) = &args.prior_findings {
-        let findings = std::fs::read_to_string(path).map_err(|e| {
-            VouchError::usage(format!(
-                "cannot read --prior-findings {}: {e}",
-                path.display()
-            ))
-        })?;
+        let findings = agent::task::read_text(path, "--prior-findings")?;
         task.body = with_findings(&task.body, &findings);
     }
     let timeouts = Timeouts::from_flags(&args)?;

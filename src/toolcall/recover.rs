@@ -288,9 +288,11 @@ fn keep_standing_bare(
     }
     let first_trailing = first_trailing(found, text, ctx);
     let leading = leading_fenced(found, text);
+    let mut lines = Lines::new(text, ctx);
     let mut i = 0;
     found.retain(|f| {
-        let keep = !f.bare || i < leading || i >= first_trailing || own_block(text, &f.span, ctx);
+        let keep =
+            !f.bare || i < leading || i >= first_trailing || own_block(&mut lines, &f.span, ctx);
         i += 1;
         if !keep && !f.weak && schema::resolve(ctx.tools, &f.name).is_some() {
             warnings.push(format!(
@@ -321,30 +323,96 @@ fn leading_fenced(found: &[Found], text: &str) -> usize {
     n
 }
 
+/// The most bytes of markup and whitespace looked at around a call on its line: more than this is no
+/// call standing on its own line, and a bound keeps a line of many calls linear.
+const AROUND_MAX: usize = 4096;
+
+/// The lines of a text, found once: a call's line is looked up rather than searched for, so ten thousand
+/// calls on one 4 MB line cost no more than calls on lines of their own.
+struct Lines<'t> {
+    text: &'t str,
+    /// The positions of the line breaks, in order.
+    breaks: Vec<usize>,
+    /// The last line whose last byte other than spaces, tabs and `\r` was looked up: `(its end, that byte)`.
+    last_solid: Option<(usize, Option<u8>)>,
+}
+
+impl<'t> Lines<'t> {
+    fn new(text: &'t str, ctx: &mut Ctx) -> Self {
+        ctx.charge(text.len());
+        Lines {
+            text,
+            breaks: text
+                .bytes()
+                .enumerate()
+                .filter_map(|(i, b)| (b == b'\n').then_some(i))
+                .collect(),
+            last_solid: None,
+        }
+    }
+
+    /// The start of the line that holds byte `i`.
+    fn start_of(&self, i: usize) -> usize {
+        match self.breaks.partition_point(|&b| b < i) {
+            0 => 0,
+            k => self.breaks[k - 1] + 1,
+        }
+    }
+
+    /// The end of the line that holds byte `i` (its line break, or the end of the text).
+    fn end_of(&self, i: usize) -> usize {
+        let k = self.breaks.partition_point(|&b| b < i);
+        self.breaks.get(k).copied().unwrap_or(self.text.len())
+    }
+
+    /// The last byte of the line ending at `line_end` that is not a space, a tab or `\r`; looked up once
+    /// per line, since the calls come in order.
+    fn last_solid(&mut self, line_end: usize, ctx: &mut Ctx) -> Option<u8> {
+        if let Some((end, last)) = self.last_solid {
+            if end == line_end {
+                return last;
+            }
+        }
+        let line = &self.text.as_bytes()[self.start_of(line_end)..line_end];
+        let last = line
+            .iter()
+            .rev()
+            .position(|b| !matches!(b, b' ' | b'\t' | b'\r'))
+            .map(|k| line[line.len() - 1 - k]);
+        ctx.charge(line.len().min(AROUND_MAX) + 1);
+        self.last_solid = Some((line_end, last));
+        last
+    }
+}
+
 /// Whether `span` is unfenced and alone on its lines: around it on its lines only spaces, tabs and markup
-/// tags (`<tool_response>{…}</tool_response>`, which a small model writes for a call). Each look is charged,
-/// so a text of many calls on one line stays within the scan budget.
-fn own_block(text: &str, span: &Range<usize>, ctx: &mut Ctx) -> bool {
+/// tags (`<tool_response>{…}</tool_response>`, which a small model writes for a call). Each look is charged
+/// and bounded, so a text of many calls on one line stays linear.
+fn own_block(lines: &mut Lines<'_>, span: &Range<usize>, ctx: &mut Ctx) -> bool {
+    let text = lines.text;
     if scan::at(text, span.start, "```") {
         return false;
     }
     let start = span.start.min(text.len());
     let end = span.end.clamp(start, text.len());
-    let (Some(head), Some(tail)) = (text.get(..start), text.get(end..)) else {
+    if !text.is_char_boundary(start) || !text.is_char_boundary(end) {
         return false;
-    };
-    let line_start = head.rfind('\n').map_or(0, |i| i + 1);
-    let line_end = tail.find('\n').map_or(text.len(), |i| end + i);
-    ctx.charge(start - line_start + line_end - end + 2);
+    }
+    let line_start = lines.start_of(start);
+    let line_end = lines.end_of(end);
     // `{{"name": …}}}}`: Qwen2.5-Coder 1.5B doubles the braces around a bare call (a format string's
     // escape); the extra braces are no prose either.
     let before = text[line_start..start].trim_end().trim_end_matches('{');
     let after = &text[end..line_end];
+    ctx.charge(before.len().min(AROUND_MAX) + after.len().min(AROUND_MAX) + 2);
     // `{"name": …, "arguments": {…}}, "required": []}}`: a brace closed too early leaves the rest of the
     // object behind the call. That is no prose around an example, so the call still stands on its line.
-    let rest = after.trim_matches([' ', '\t', '\r']);
-    let junk = rest.starts_with([',', '}', ']']) && rest.ends_with(['}', ']']);
-    only_tags(before) && (junk || only_tags(after))
+    // (When `after` holds a byte that is not blank, the line's last such byte is in it.)
+    let first = after.bytes().find(|b| !matches!(b, b' ' | b'\t' | b'\r'));
+    let junk = matches!(first, Some(b',' | b'}' | b']'))
+        && matches!(lines.last_solid(line_end, ctx), Some(b'}' | b']'));
+    let tags = |s: &str| s.len() <= AROUND_MAX && only_tags(s);
+    tags(before) && (junk || tags(after))
 }
 
 /// Whether every line of `s` is blank or a Markdown heading.

@@ -232,3 +232,110 @@ fn domain_modules_never_import_the_cli() {
         "domain files import the CLI: {offenders:?}"
     );
 }
+
+/// `vouch run ARGS` in a fresh directory, killed after 30 s: `Some((exit code, stderr))`, `None` when it had
+/// to be killed (it blocked).
+fn run_bounded(dir: &std::path::Path, args: &[&str]) -> Option<(i32, String)> {
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_vouch"))
+        .arg("run")
+        .args(args)
+        .current_dir(dir)
+        .env("VOUCH_DATA", dir.join("data"))
+        .env("VOUCH_CACHE", dir.join("cache"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut stderr = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut stderr)
+                .unwrap();
+            return Some((status.code().unwrap_or(-1), stderr));
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_fifo_a_directory_or_a_device_as_the_task_is_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("task.md");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let link = dir.path().join("link.md");
+    std::os::unix::fs::symlink(&fifo, &link).unwrap();
+    let task = dir.path().join("ok.md");
+    std::fs::write(&task, "---\ntitle: t\n---\nbody\n").unwrap();
+    let repo = dir.path().display().to_string();
+    let (fifo, link, task) = (
+        fifo.display().to_string(),
+        link.display().to_string(),
+        task.display().to_string(),
+    );
+    for (args, path, kind) in [
+        (vec!["--task", &fifo], &fifo, "is a FIFO"),
+        (vec!["--task", &link], &link, "is a FIFO"),
+        (vec!["--task", &repo], &repo, "is a directory"),
+        (
+            vec!["--task", "/dev/zero"],
+            &"/dev/zero".to_string(),
+            "is a character device",
+        ),
+        (
+            vec!["--task", &task, "--prior-findings", &fifo],
+            &fifo,
+            "is a FIFO",
+        ),
+    ] {
+        let mut full = vec!["--repo", &repo];
+        full.extend(&args);
+        let Some((code, stderr)) = run_bounded(dir.path(), &full) else {
+            panic!("vouch run {args:?} blocked");
+        };
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{path} {kind}")),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn task_text_over_the_cap_is_refused_with_its_size_and_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().display().to_string();
+    // 100 MB, sparse: refused by its size, never read into memory.
+    let huge = dir.path().join("huge.md");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(100 << 20)
+        .unwrap();
+    let over = dir.path().join("over.md");
+    std::fs::write(&over, format!("# t\n\n{}", "x".repeat(300 * 1024 - 5))).unwrap();
+    for (path, size) in [
+        (&huge, "100.0 MiB (104857600 bytes)"),
+        (&over, "300 KiB (307200 bytes)"),
+    ] {
+        let path = path.display().to_string();
+        let (code, stderr) = run_bounded(dir.path(), &["--repo", &repo, "--task", &path]).unwrap();
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stderr.contains(&path) && stderr.contains(size), "{stderr}");
+        assert!(
+            stderr.contains("the cap on task text is 256 KiB"),
+            "{stderr}"
+        );
+    }
+}

@@ -35,6 +35,15 @@ enum Answer {
     Dead,
     /// This status with this JSON body.
     Status(u16, Value),
+    /// This answer when the request body is at most this many bytes; else llama-server's context overflow
+    /// (an HTTP 400 with its real body), and the answer stays for the next request.
+    Fits(usize, Box<Answer>),
+}
+
+/// llama-server's answer to a request over its context: `tokens` in the prompt, `n_ctx` in the window.
+fn overflow_body(tokens: usize, n_ctx: usize) -> Value {
+    json!({"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it",
+                     "type": "exceed_context_size_error", "n_prompt_tokens": tokens, "n_ctx": n_ctx}})
 }
 
 #[derive(Clone, Default)]
@@ -116,8 +125,20 @@ async fn serve(State(script): State<Script>, req: Request) -> Response {
             .replace("@AUTH@", &auth)
             .replace("@KEY@", &token)
     };
-    let next = script.answers.lock().unwrap().pop_front();
+    let next = {
+        let mut answers = script.answers.lock().unwrap();
+        match answers.front() {
+            Some(Answer::Fits(max, _)) if body.len() > *max => {
+                Some(Answer::Status(400, overflow_body(body.len() / 4, *max / 4)))
+            }
+            _ => match answers.pop_front() {
+                Some(Answer::Fits(_, answer)) => Some(*answer),
+                other => other,
+            },
+        }
+    };
     match next.unwrap_or(Answer::Dead) {
+        Answer::Fits(..) => unreachable!("a fitting answer is unwrapped above"),
         Answer::Dead => Response::builder()
             .status(503)
             .header("retry-after", "0")
@@ -912,6 +933,97 @@ async fn a_context_overflow_is_resumed_by_eliding_old_outputs_first() {
         "{}",
         got["call_2_0"]
     );
+}
+
+/// A context overflow whose old tool outputs are all small (under the size a fresh turn elides) is still
+/// resumable: the oldest outputs go anyway, so the request resent is smaller than the refused one and the
+/// server, which refuses anything as large, answers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_overflow_elides_small_outputs_and_sends_a_smaller_request() {
+    let f = Fixture::new("overflow-small");
+    let text = |c: char| -> String {
+        (0..40)
+            .map(|i| format!("{c} line {i:02} of filler\n"))
+            .collect()
+    };
+    let server = Server::start(vec![
+        call(
+            1,
+            "write_file",
+            json!({"path": "a.txt", "content": text('a')}),
+        ),
+        call(
+            2,
+            "write_file",
+            json!({"path": "b.txt", "content": text('b')}),
+        ),
+        call(3, "read_file", json!({"path": "a.txt"})),
+        call(4, "read_file", json!({"path": "b.txt"})),
+        Answer::Status(400, overflow_body(5000, 4096)),
+    ])
+    .await;
+    let run = f.run(&server, &[]).await;
+    let bodies = server.finish();
+    assert_eq!(run.code, 3, "{}", explain(&run));
+    let refused = bodies.last().unwrap().len();
+    let outputs = results(bodies.last().unwrap());
+    assert!(
+        outputs["call_3_0"].len() < 2048 && outputs["call_3_0"].contains("a line 39"),
+        "{}",
+        outputs["call_3_0"]
+    );
+    // The resumed run's server refuses a request as large as the refused one.
+    let server = Server::start(vec![Answer::Fits(
+        refused - 512,
+        Box::new(call(
+            5,
+            "submit",
+            json!({"verdict": "NO-GO", "summary": "no"}),
+        )),
+    )])
+    .await;
+    let resumed = f.run(&server, &["--resume"]).await;
+    let bodies = server.finish();
+    assert_eq!(resumed.code, 1, "{}", explain(&resumed));
+    assert_eq!(bodies.len(), 1, "{}", explain(&resumed));
+    assert!(
+        bodies[0].len() < refused - 512,
+        "{} of {refused} bytes",
+        bodies[0].len()
+    );
+    let got = results(&bodies[0]);
+    assert!(
+        got["call_3_0"].starts_with("[output of read_file a.txt elided"),
+        "{}",
+        got["call_3_0"]
+    );
+}
+
+/// An overflow with no tool output left to elide (the task alone is too long) stops the resumed run with
+/// that reason before it sends the same request again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_overflow_with_nothing_to_elide_stops_without_resending() {
+    let f = Fixture::new("overflow-none");
+    let server = Server::start(vec![Answer::Status(400, overflow_body(9000, 4096))]).await;
+    let run = f.run(&server, &[]).await;
+    assert_eq!(server.finish().len(), 1);
+    assert_eq!(run.code, 3, "{}", explain(&run));
+    let server = Server::start(vec![]).await;
+    let resumed = f.run(&server, &["--resume"]).await;
+    let bodies = server.finish();
+    assert_eq!(resumed.code, 3, "{}", explain(&resumed));
+    assert_eq!(
+        bodies.len(),
+        0,
+        "the same request went out again: {}",
+        explain(&resumed)
+    );
+    assert!(
+        resumed.stderr.contains("no tool output is left to elide"),
+        "{}",
+        explain(&resumed)
+    );
+    assert_eq!(f.report("overflow-none")["stop_reason"], "model-error");
 }
 
 /// `--wall-time` stops a `run_tests` call whose tests would run for minutes, and the run with it.

@@ -194,6 +194,8 @@ fn adversarial_repetitions_cost_linear_work() {
         "\\",
         "functools[",
         "<function=a>{\"b\": ",
+        // Calls inline in prose on one line: each one's line was searched for afresh.
+        "{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}} is how ",
     ] {
         assert_linear(unit, 2000);
     }
@@ -213,6 +215,51 @@ fn ten_thousand_unclosed_tool_calls_are_parsed_quickly_in_work() {
         None,
     );
     assert_eq!(r.calls, vec![]);
+    assert!(
+        steps < 40 * text.len() as u64,
+        "{steps} steps for {} bytes",
+        text.len()
+    );
+}
+
+/// A 4 MB reply of every hostile shape at once, on one line and on many, with a real call at its very end:
+/// recovery finds the call in work linear in the length (the 4 MB reply took 67.5 s before).
+#[test]
+fn a_4_mb_hostile_reply_with_a_call_at_its_end_costs_linear_work() {
+    let shapes = [
+        "{",
+        "<tool_call>",
+        "[",
+        "he said \"yes\" and 'no' ",
+        "{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}} is how ",
+        "{\"name\": \"x\"} ",
+    ];
+    let mut text = String::new();
+    for (k, unit) in shapes.iter().enumerate() {
+        text.push_str(&unit.repeat((4 << 20) / shapes.len() / unit.len()));
+        if k % 2 == 1 {
+            text.push('\n');
+        }
+    }
+    // A bare call, so that every parser reads the whole reply before the JSON one finds it.
+    text.push_str("\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.rs\"}}");
+    let (r, steps) = recover_counted(
+        &Message {
+            content: Some(&text),
+            ..Message::default()
+        },
+        &agent(),
+        None,
+        None,
+    );
+    assert_eq!(
+        r.calls,
+        vec![super::super::Call {
+            name: "read_file".into(),
+            arguments: serde_json::json!({"path": "a.rs"}),
+            unclosed: false,
+        }]
+    );
     assert!(
         steps < 40 * text.len() as u64,
         "{steps} steps for {} bytes",
