@@ -372,11 +372,8 @@ impl Layered {
         // The trusted base room is already what the trusted cache compiled.
         let is_trusted_room = self.base_ready && room.is_at(&trusted_room);
         if !is_trusted_room && !self.record.tree.is_empty() {
-            let reference = if self.record.ok {
-                Some(git2::Oid::from_str(&self.record.tree)?)
-            } else {
-                None
-            };
+            // What the trusted build compiled is base's tree, whether or not every step of it passed.
+            let reference = Some(git2::Oid::from_str(&self.record.tree)?);
             let repo = git2::Repository::open(room.dir())
                 .with_context(|| format!("open room {}", room.dir().display()))?;
             let tree = repo.find_commit(room.commit())?.tree_id();
@@ -516,7 +513,7 @@ async fn build_trusted(
             if ok {
                 ""
             } else {
-                " (a step failed at base: head builds its own)"
+                " (a step failed at base: what it built is kept, the rest each gate builds)"
             }
         ),
     );

