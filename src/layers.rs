@@ -175,19 +175,23 @@ impl Overlay {
                 target: target.to_path_buf(),
             });
         }
+        // The kernel shows an overlay's options as they were given (`/proc/self/mountinfo`, readable by the
+        // code under test): each layer is named through a link of no meaning, removed once mounted, so the
+        // options never say whose room or which role a layer is.
+        let mut names = Names::new()?;
         let mut options = String::from("userxattr,lowerdir=");
         for (i, lower) in lowers.iter().enumerate() {
             if i > 0 {
                 options.push(':');
             }
-            options.push_str(&option_path(lower)?);
+            options.push_str(&option_path(&names.alias(lower)?)?);
         }
         if let Some(layer) = upper {
             layer.create()?;
             options.push_str(",upperdir=");
-            options.push_str(&option_path(&layer.files())?);
+            options.push_str(&option_path(&names.alias(&layer.files())?)?);
             options.push_str(",workdir=");
-            options.push_str(&option_path(&layer.work())?);
+            options.push_str(&option_path(&names.alias(&layer.work())?)?);
         }
         mount(
             Some("overlay"),
@@ -219,6 +223,56 @@ impl Drop for Overlay {
 
 /// A path as overlayfs's options take it: absolute, and without the characters that separate its options and
 /// its layers (`,` `:`) or escape them.
+/// Links of no meaning to the layers of one mount; removed on drop.
+struct Names {
+    dir: PathBuf,
+    links: Vec<PathBuf>,
+}
+
+impl Names {
+    fn new() -> Result<Names> {
+        // One directory per user, shared by every gate: the names are random and each is removed at once.
+        let dir = std::env::temp_dir().join(format!("vouch-layers-{}", nix::unistd::getuid()));
+        std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+        Ok(Names {
+            dir,
+            links: Vec::new(),
+        })
+    }
+
+    /// A new link to `path`: a random name.
+    fn alias(&mut self, path: &Path) -> Result<PathBuf> {
+        let link = self.dir.join(random_name());
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(path, &link)
+            .with_context(|| format!("link {} as {}", path.display(), link.display()))?;
+        self.links.push(link.clone());
+        Ok(link)
+    }
+}
+
+impl Drop for Names {
+    fn drop(&mut self) {
+        for link in &self.links {
+            let _ = std::fs::remove_file(link);
+        }
+    }
+}
+
+/// A name that says nothing: 16 hex digits, new on every call.
+pub fn random_name() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let seed = format!(
+        "{}-{}-{:?}",
+        std::process::id(),
+        COUNT.fetch_add(1, Ordering::SeqCst),
+        std::time::SystemTime::now()
+    );
+    let digest = <sha2::Sha256 as sha2::Digest>::digest(seed.as_bytes());
+    hex::encode(&digest[..8])
+}
+
 fn option_path(path: &Path) -> Result<String> {
     let text = path
         .to_str()

@@ -367,8 +367,10 @@ impl Layered {
     /// The views of `role` in `room`: its files dated against the trusted cache, then laid over it.
     fn views(&self, prep: &Prepared, room: &Room, role: &str) -> Result<Views> {
         let trusted_room = self.repo_dir.join("base");
+        // A name that says nothing of the role: a bind's source path shows in the mounts a test can read.
         let n = self.count.fetch_add(1, Ordering::SeqCst);
-        let scratch = self.scratch.join(format!("{role}-{n}"));
+        let scratch = self.scratch.join(crate::layers::random_name());
+        tracing::debug!("{role} views {n}: {}", scratch.display());
         // The trusted base room is already what the trusted cache compiled.
         let is_trusted_room = self.base_ready && room.is_at(&trusted_room);
         if !is_trusted_room && !self.record.tree.is_empty() {

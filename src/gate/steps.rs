@@ -194,7 +194,11 @@ impl StepEnv {
     /// code it ran) left in the logs is neither seen nor read back.
     pub fn junit_path(&self, step: &str, suffix: &str) -> PathBuf {
         let stem = file_stem(step);
-        let dir = self.logs.join("junit").join(format!("{stem}{suffix}"));
+        // With views, the directory's real path shows in the mounts a test can read: a name of no meaning.
+        let dir = match &self.views {
+            Some(v) => v.scratch().join("junit").join(crate::layers::random_name()),
+            None => self.logs.join("junit").join(format!("{stem}{suffix}")),
+        };
         fresh_dir(&dir);
         dir.join(format!("{stem}.junit.xml"))
     }

@@ -331,8 +331,8 @@ async fn a_backlog_of_three_at_once_rejects_exactly_the_task_that_breaks_add() {
 }
 
 /// A test that fails wherever something it can see tells a bite room: its working directory, the target
-/// directory, any variable of its environment, the entries beside its room, or the commit message of the
-/// room's HEAD.
+/// directory, any variable of its environment, the entries beside its room, the commit message of the
+/// room's HEAD, or the mounts it sees (an overlay's options name its layers).
 const TELLS_THE_BITE_ROOM: &str = r##"#[test]
 fn adds_and_looks_around() {
     assert_eq!(calc::add(1, 2), 3);
@@ -347,12 +347,21 @@ fn adds_and_looks_around() {
             seen.push(e.file_name().to_string_lossy().into_owned());
         }
     }
-    if let Ok(out) = std::process::Command::new("git").args(["log", "-1", "--format=%B"]).output() {
+    if let Ok(mounts) = std::fs::read_to_string("/proc/self/mountinfo") {
+        seen.push(mounts);
+    }
+    if let Ok(out) = std::process::Command::new("git")
+        .args(["log", "-1", "--format=%B"])
+        .output()
+    {
         seen.push(String::from_utf8_lossy(&out.stdout).into_owned());
     }
     for s in &seen {
         let s = s.to_lowercase();
-        assert!(!s.contains("bite") && !s.contains("revert"), "a bite room: {s}");
+        assert!(
+            !s.contains("bite") && !s.contains("revert"),
+            "a bite room: {s}"
+        );
     }
 }
 "##;
