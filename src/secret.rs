@@ -10,7 +10,7 @@
 //! with the process's one list of known secrets ([`learn`]). [`known`] is the redactor that removes them
 //! all, with the encoded forms a test could print (JSON-escaped, percent-encoded, hex, base64 of the secret
 //! and of the basic credentials around it), in one linear pass (Aho-Corasick). Each sink
-//! passes its text through it once: the command output ([`crate::commands::output`]), the console progress
+//! passes its text through it once: the command output (`src/commands/output.rs`), the console progress
 //! ([`crate::ui`]), the log lines ([`crate::logging`]), every body the forge client sends, the files the gate
 //! writes and leaves (reports, step logs: [`redact_tree`]). Replacing in whole texts (a streamed reply once it
 //! is joined, not chunk by chunk) also catches a secret split across two deltas.
