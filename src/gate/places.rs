@@ -135,12 +135,7 @@ fn own_logs(wanted: &Path) -> Result<PathBuf> {
             "{}.lock",
             dir.file_name().unwrap_or_default().to_string_lossy()
         ));
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .with_context(|| format!("open {}", lock_path.display()))?;
+        let lock = crate::gate::trusted::lock_file(&lock_path)?;
         if lock.try_lock().is_ok() {
             taken.push((wanted.to_path_buf(), dir.clone(), lock));
             return Ok(dir);

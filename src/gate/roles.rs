@@ -409,12 +409,7 @@ fn scratch_dir(repo_dir: &Path) -> Result<(PathBuf, File)> {
                 continue;
             }
             let lock = path.with_extension("lock");
-            let stale = File::options()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&lock)
-                .is_ok_and(|f| f.try_lock().is_ok());
+            let stale = trusted::lock_file(&lock).is_ok_and(|f| f.try_lock().is_ok());
             if stale {
                 trusted::remove_tree(&path);
                 let _ = std::fs::remove_file(&lock);

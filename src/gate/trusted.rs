@@ -105,15 +105,7 @@ impl Trusted {
     }
 
     fn lock_file(&self) -> Result<File> {
-        std::fs::create_dir_all(&self.dir)
-            .with_context(|| format!("create {}", self.dir.display()))?;
-        let path = self.dir.join("trusted.lock");
-        File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("open {}", path.display()))
+        lock_file(&self.dir.join("trusted.lock"))
     }
 
     /// The record, or an empty one (nothing built) when there is none or it does not read.
@@ -167,6 +159,19 @@ impl Trusted {
             exclusive: false,
         })
     }
+}
+
+/// The lock file at `path` (its directory made if need be), open for `flock`; never truncated.
+pub fn lock_file(path: &Path) -> Result<File> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    }
+    File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("open {}", path.display()))
 }
 
 /// Now, in nanoseconds since the epoch.
@@ -268,15 +273,7 @@ impl Store {
     }
 
     fn lock(&self, key: &str) -> Result<File> {
-        std::fs::create_dir_all(&self.dir)
-            .with_context(|| format!("create {}", self.dir.display()))?;
-        let path = self.dir.join(format!("{key}.lock"));
-        File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("open {}", path.display()))
+        lock_file(&self.dir.join(format!("{key}.lock")))
     }
 
     /// The layers kept for `key`, held shared; None when there are none (or they are being removed).
